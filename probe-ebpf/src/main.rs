@@ -1,0 +1,25 @@
+//! vmtrace's kernel-side programs. They only count: every event is folded
+//! into per-CPU maps (histograms, counters, per-node tables) that the
+//! collector reads; nothing is streamed per event.
+//!
+//! One module per signal family, each owning its programs and maps:
+//! - `reclaim`: direct and memcg reclaim stalls (begin/end pairs per task);
+//! - `lru`: `mm_vmscan_lru_shrink_inactive` totals per node and context;
+//! - `fault`: major-fault counts and, behind an option, fault latency.
+//!
+//! Field offsets of classic tracepoints are not compiled in: userspace reads
+//! them from the running kernel's tracefs `format` files and writes them to
+//! the read-only global `FIELDS` before loading (see `tracepoint_field`).
+#![no_std]
+#![no_main]
+
+mod fault;
+mod lru;
+mod reclaim;
+mod shared;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

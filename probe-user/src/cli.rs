@@ -1,0 +1,111 @@
+//! Command-line definitions (clap) and the thin layer that turns them
+//! into calls of the library. Everything users type is parsed here.
+
+use std::{ffi::OsString, path::PathBuf, time::Duration};
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::{
+    membox::BoxSpec,
+    run::{RunOptions, run},
+    size::parse_size,
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vmtrace",
+    version,
+    about = "Trace reclaim, page faults and swap of a workload with eBPF",
+    long_about = "vmtrace runs a command under eBPF probes on the kernel's reclaim, \
+page-fault and swap paths, optionally in a small memory box (a memory cgroup plus a \
+temporary swapfile), and reports where the command's time and memory went: reclaim \
+stall histograms, LRU scan/reclaim totals per node, fault counts, swap traffic, each \
+next to the kernel's own counters. Needs root (eBPF, cgroups, swapon).",
+    after_help = "Examples:\n  \
+sudo vmtrace run --mem 256M --swap 1G -- ./qsbench -m 350\n  \
+sudo vmtrace run --json -- make -j4 > report.json"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Commands,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Commands {
+    /// Run a command under the probes and print what happened to its memory
+    #[command(
+        long_about = "Runs COMMAND under vmtrace's probes and prints a report: exit \
+status, wall/user/system time, faults, reclaim stall histograms (count, p50, p90, \
+p99, p99.9, max and a bar chart), LRU scanned/reclaimed per node and reclaim \
+context, and swap traffic, each beside the matching /proc/vmstat delta.\n\n\
+With --mem the command runs in a fresh memory cgroup (cgroup v2 memory.max, or v1 \
+memory.limit_in_bytes where the memory controller is on v1); with --swap a \
+temporary swapfile is added for the run. Both are removed afterwards, also on \
+errors and Ctrl-C.\n\n\
+Ctrl-C (or SIGTERM/SIGHUP) is passed to the command and the report is still \
+printed; a second one kills the command. vmtrace exits with the command's exit \
+status (128+N if signal N killed it).",
+        after_help = "Examples:\n  \
+sudo vmtrace run --mem 256M --swap 1G -- ./memhog --mib 512\n  \
+sudo vmtrace run --fault-latency -- ./my-benchmark\n  \
+sudo vmtrace run --json -- make -j4 > report.json"
+    )]
+    Run(RunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Memory limit of the box, e.g. 256M or 1G (a fresh memory cgroup)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub mem: Option<u64>,
+
+    /// Add a temporary swapfile of SIZE for the run, e.g. 1G
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub swap: Option<u64>,
+
+    /// Directory for the swapfile (a filesystem that supports swapfiles)
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub swap_dir: PathBuf,
+
+    /// Time every page fault of the command (costs ~20% of a minor fault)
+    #[arg(long)]
+    pub fault_latency: bool,
+
+    /// Print the report as JSON on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Seconds between progress lines on stderr; 0 turns them off
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub progress: u64,
+
+    /// The command to trace, and its arguments (after --)
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs the parsed command line; returns the process exit code.
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Commands::Run(args) => {
+            let opts = RunOptions {
+                command: args.command,
+                spec: BoxSpec {
+                    mem_limit: args.mem,
+                    swap: args.swap,
+                    swap_dir: args.swap_dir,
+                },
+                fault_latency: args.fault_latency,
+                progress: (args.progress > 0).then(|| Duration::from_secs(args.progress)),
+            };
+            let outcome = run(&opts)?;
+            if args.json {
+                println!("{}", outcome.report.to_json());
+            } else {
+                print!("{}", outcome.report.to_text());
+            }
+            Ok(outcome.exit_code)
+        }
+    }
+}

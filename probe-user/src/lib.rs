@@ -1,0 +1,14 @@
+//! vmtrace's collector as a library: everything but argument parsing is
+//! testable without the binary. Data flows one way: `probes` (kernel
+//! programs) and /proc -> `collect` -> `report`.
+
+pub mod cli;
+pub mod collect;
+pub mod histogram;
+pub mod membox;
+pub mod privilege;
+pub mod probes;
+pub mod report;
+pub mod run;
+pub mod size;
+pub mod tracefs;

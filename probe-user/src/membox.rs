@@ -1,0 +1,460 @@
+//! The small-memory box a workload runs in: a memory cgroup with a limit
+//! (cgroup v2 `memory.max`, or v1 `memory.limit_in_bytes` where the memory
+//! controller is on v1, as on hybrid machines), a cgroup v2 group whose id
+//! the eBPF programs filter on, and a temporary swapfile. Every piece is
+//! named `vmtrace-<pid>` and removed by its own `Drop`, so an error half-way
+//! through creating the box, or in the run, leaves nothing behind.
+
+use std::{
+    collections::BTreeMap,
+    ffi::CString,
+    fs,
+    io::{self, Write},
+    os::unix::{ffi::OsStrExt, fs::MetadataExt, fs::OpenOptionsExt},
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::size::human;
+
+/// Smallest memory limit accepted: below this even a shell gets OOM-killed.
+pub const MIN_MEM: u64 = 8 << 20;
+/// Smallest swapfile accepted (mkswap needs 10 pages; be sensible).
+pub const MIN_SWAP: u64 = 1 << 20;
+/// Free space left on the swap filesystem after the swapfile.
+const DISK_MARGIN: u64 = 1 << 30;
+
+#[derive(Clone, Debug)]
+pub struct BoxSpec {
+    pub mem_limit: Option<u64>,
+    pub swap: Option<u64>,
+    pub swap_dir: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// Where the cgroup hierarchies are mounted on this machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CgroupMounts {
+    /// The cgroup2 mount (unified hierarchy).
+    pub v2: Option<PathBuf>,
+    /// The cgroup v1 mount carrying the memory controller.
+    pub v1_memory: Option<PathBuf>,
+}
+
+impl CgroupMounts {
+    /// Parses /proc/self/mountinfo text.
+    pub fn parse(mountinfo: &str) -> CgroupMounts {
+        let mut m = CgroupMounts::default();
+        for line in mountinfo.lines() {
+            let Some((left, right)) = line.split_once(" - ") else {
+                continue;
+            };
+            let Some(mount_point) = left.split(' ').nth(4) else {
+                continue;
+            };
+            let mut r = right.split(' ');
+            let (fstype, _source, options) = (r.next(), r.next(), r.next().unwrap_or(""));
+            match fstype {
+                Some("cgroup2") if m.v2.is_none() => m.v2 = Some(PathBuf::from(mount_point)),
+                Some("cgroup")
+                    if m.v1_memory.is_none() && options.split(',').any(|o| o == "memory") =>
+                {
+                    m.v1_memory = Some(PathBuf::from(mount_point))
+                }
+                _ => {}
+            }
+        }
+        m
+    }
+
+    pub fn read() -> Result<CgroupMounts> {
+        let text =
+            fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+        Ok(CgroupMounts::parse(&text))
+    }
+
+    /// Whether the v2 hierarchy offers the memory controller.
+    fn v2_has_memory(&self) -> bool {
+        self.v2.as_ref().is_some_and(|root| {
+            fs::read_to_string(root.join("cgroup.controllers"))
+                .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"))
+        })
+    }
+}
+
+/// A cgroup directory vmtrace created; removed (tasks killed first) on drop.
+#[derive(Debug)]
+pub struct Cgroup {
+    pub dir: PathBuf,
+    pub version: CgroupVersion,
+}
+
+impl Cgroup {
+    fn create(parent: &Path, name: &str, version: CgroupVersion) -> Result<Cgroup> {
+        let dir = parent.join(name);
+        fs::create_dir(&dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
+        Ok(Cgroup { dir, version })
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<()> {
+        let path = self.dir.join(file);
+        fs::write(&path, value).with_context(|| format!("writing `{value}` to {}", path.display()))
+    }
+
+    fn read(&self, file: &str) -> Option<String> {
+        fs::read_to_string(self.dir.join(file)).ok()
+    }
+
+    /// The cgroup id the kernel's bpf_get_current_cgroup_id() returns for
+    /// tasks in this (v2) cgroup: its directory's inode number.
+    pub fn id(&self) -> Result<u64> {
+        Ok(fs::metadata(&self.dir)
+            .with_context(|| format!("stat {}", self.dir.display()))?
+            .ino())
+    }
+
+    /// `cgroup.procs` as a C string, for joining from `pre_exec`.
+    pub fn procs_path(&self) -> Result<CString> {
+        Ok(CString::new(
+            self.dir.join("cgroup.procs").as_os_str().as_bytes(),
+        )?)
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        self.read("cgroup.procs")
+            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// SIGKILLs every task in the cgroup (a workload's leftovers).
+    pub fn kill_all(&self) {
+        for pid in self.pids() {
+            // SAFETY: kill(2) with a pid read from cgroup.procs.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            self.kill_all();
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+                Err(e) if Instant::now() >= deadline => {
+                    eprintln!(
+                        "vmtrace: warning: could not remove cgroup {}: {e}; remove it with `rmdir {}`",
+                        self.dir.display(),
+                        self.dir.display()
+                    );
+                    return;
+                }
+                Err(_) => thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+/// A temporary swapfile, swapped off and deleted on drop.
+#[derive(Debug)]
+pub struct Swapfile {
+    pub path: PathBuf,
+    pub bytes: u64,
+    active: bool,
+}
+
+impl Swapfile {
+    fn create(dir: &Path, name: &str, bytes: u64) -> Result<Swapfile> {
+        if bytes < MIN_SWAP {
+            bail!("--swap {} is too small; use at least 1M", human(bytes));
+        }
+        let free = free_bytes(dir)?;
+        if bytes.saturating_add(DISK_MARGIN) > free {
+            bail!(
+                "--swap {} does not fit in {} ({} free, 1 GiB kept spare); \
+                 choose a smaller --swap or a --swap-dir on a larger filesystem",
+                human(bytes),
+                dir.display(),
+                human(free)
+            );
+        }
+        let path = dir.join(format!("{name}.swap"));
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("creating swapfile {}", path.display()))?;
+        // From here on, Drop removes the file.
+        let mut swap = Swapfile {
+            path,
+            bytes,
+            active: false,
+        };
+        let len = libc::off_t::try_from(bytes).context("swap size")?;
+        // SAFETY: fallocate on a file we own, whole range.
+        if unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, len) } != 0 {
+            return Err(io::Error::last_os_error()).with_context(|| {
+                format!(
+                    "allocating {} for {} (swapfiles need a filesystem with fallocate, like ext4 or xfs; try --swap-dir)",
+                    human(bytes),
+                    swap.path.display()
+                )
+            });
+        }
+        drop(file);
+        let out = Command::new("mkswap")
+            .arg(&swap.path)
+            .output()
+            .context("running mkswap (from util-linux); install util-linux")?;
+        if !out.status.success() {
+            bail!(
+                "mkswap {} failed: {}",
+                swap.path.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let c = CString::new(swap.path.as_os_str().as_bytes())?;
+        // SAFETY: a valid path; flags 0 = default priority.
+        if unsafe { libc::swapon(c.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error()).with_context(|| {
+                format!(
+                    "swapon {} failed (the filesystem may not support swapfiles; try --swap-dir)",
+                    swap.path.display()
+                )
+            });
+        }
+        swap.active = true;
+        Ok(swap)
+    }
+}
+
+impl Drop for Swapfile {
+    fn drop(&mut self) {
+        if self.active {
+            if let Ok(c) = CString::new(self.path.as_os_str().as_bytes()) {
+                // SAFETY: a valid path of a swapfile we activated.
+                if unsafe { libc::swapoff(c.as_ptr()) } != 0 {
+                    eprintln!(
+                        "vmtrace: warning: swapoff {} failed: {}; run `swapoff {}`",
+                        self.path.display(),
+                        io::Error::last_os_error(),
+                        self.path.display()
+                    );
+                    return;
+                }
+            }
+        }
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+fn free_bytes(dir: &Path) -> Result<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: statvfs writes into the zeroed struct we pass.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error())
+            .with_context(|| format!("--swap-dir {} is not usable", dir.display()));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// The box: whatever of memcg, tracking cgroup and swapfile was asked for.
+#[derive(Debug)]
+pub struct MemBox {
+    pub name: String,
+    /// Memory-limited cgroup (only with a memory limit).
+    pub memcg: Option<Cgroup>,
+    /// cgroup v2 group that identifies the workload to the eBPF filter,
+    /// when it is not `memcg` itself (hybrid machines, or no limit).
+    tracker: Option<Cgroup>,
+    pub swapfile: Option<Swapfile>,
+    pub mem_limit: Option<u64>,
+}
+
+impl MemBox {
+    pub fn create(spec: &BoxSpec) -> Result<MemBox> {
+        let name = format!("vmtrace-{}", std::process::id());
+        let mounts = CgroupMounts::read()?;
+        let mut memcg = None;
+        if let Some(limit) = spec.mem_limit {
+            if limit < MIN_MEM {
+                bail!(
+                    "--mem {} is too small; use at least 8M (e.g. --mem 256M)",
+                    human(limit)
+                );
+            }
+            memcg = Some(create_memcg(&mounts, &name, limit)?);
+        }
+        let memcg_is_v2 = memcg
+            .as_ref()
+            .is_some_and(|c| c.version == CgroupVersion::V2);
+        let tracker = match (&mounts.v2, memcg_is_v2) {
+            (Some(root), false) => Some(Cgroup::create(root, &name, CgroupVersion::V2)?),
+            _ => None,
+        };
+        let swapfile = match spec.swap {
+            Some(bytes) => Some(Swapfile::create(&spec.swap_dir, &name, bytes)?),
+            None => None,
+        };
+        Ok(MemBox {
+            name,
+            memcg,
+            tracker,
+            swapfile,
+            mem_limit: spec.mem_limit,
+        })
+    }
+
+    /// The cgroup v2 group of the workload, if the machine has cgroup v2.
+    pub fn v2_cgroup(&self) -> Option<&Cgroup> {
+        self.tracker.as_ref().or(self
+            .memcg
+            .as_ref()
+            .filter(|c| c.version == CgroupVersion::V2))
+    }
+
+    /// The `cgroup.procs` files a child writes itself into before exec.
+    pub fn join_paths(&self) -> Result<Vec<CString>> {
+        [self.memcg.as_ref(), self.tracker.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(Cgroup::procs_path)
+            .collect()
+    }
+
+    /// Kills everything left in the box (used on a second Ctrl-C).
+    pub fn kill_all(&self) {
+        for cg in [self.memcg.as_ref(), self.tracker.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            cg.kill_all();
+        }
+    }
+
+    /// What the memory cgroup says about the run; read before teardown.
+    pub fn report(&self) -> BoxReport {
+        let mut r = BoxReport {
+            name: self.name.clone(),
+            cgroup_version: self.memcg.as_ref().map(|c| c.version),
+            mem_limit_bytes: self.mem_limit,
+            swap_bytes: self.swapfile.as_ref().map(|s| s.bytes),
+            swapfile: self.swapfile.as_ref().map(|s| s.path.display().to_string()),
+            ..Default::default()
+        };
+        let Some(cg) = &self.memcg else {
+            return r;
+        };
+        let kv = |text: Option<String>| -> BTreeMap<String, u64> {
+            text.unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let (k, v) = l.split_once(' ')?;
+                    Some((k.to_string(), v.trim().parse().ok()?))
+                })
+                .collect()
+        };
+        r.memory_stat = kv(cg.read("memory.stat"));
+        match cg.version {
+            CgroupVersion::V2 => {
+                r.peak_bytes = cg.read("memory.peak").and_then(|s| s.trim().parse().ok());
+                r.oom_kills = kv(cg.read("memory.events")).get("oom_kill").copied();
+            }
+            CgroupVersion::V1 => {
+                r.peak_bytes = cg
+                    .read("memory.max_usage_in_bytes")
+                    .and_then(|s| s.trim().parse().ok());
+                r.oom_kills = kv(cg.read("memory.oom_control")).get("oom_kill").copied();
+            }
+        }
+        r
+    }
+}
+
+fn create_memcg(mounts: &CgroupMounts, name: &str, limit: u64) -> Result<Cgroup> {
+    if mounts.v2_has_memory() {
+        let root = mounts.v2.as_ref().context("cgroup2 mount vanished")?;
+        let subtree = root.join("cgroup.subtree_control");
+        let enabled = fs::read_to_string(&subtree).unwrap_or_default();
+        if !enabled.split_whitespace().any(|w| w == "memory") {
+            fs::OpenOptions::new()
+                .write(true)
+                .open(&subtree)
+                .and_then(|mut f| f.write_all(b"+memory"))
+                .with_context(|| {
+                    format!("enabling the memory controller in {}", subtree.display())
+                })?;
+        }
+        let cg = Cgroup::create(root, name, CgroupVersion::V2)?;
+        cg.write("memory.max", &limit.to_string())?;
+        return Ok(cg);
+    }
+    if let Some(root) = &mounts.v1_memory {
+        let cg = Cgroup::create(root, name, CgroupVersion::V1)?;
+        cg.write("memory.limit_in_bytes", &limit.to_string())?;
+        return Ok(cg);
+    }
+    bail!(
+        "--mem needs the memory cgroup controller, and this machine has it on neither \
+         cgroup v2 nor v1; boot with cgroup_enable=memory or run without --mem"
+    )
+}
+
+/// What the box saw, as reported.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BoxReport {
+    pub name: String,
+    pub cgroup_version: Option<CgroupVersion>,
+    pub mem_limit_bytes: Option<u64>,
+    pub swap_bytes: Option<u64>,
+    pub swapfile: Option<String>,
+    pub peak_bytes: Option<u64>,
+    /// Tasks the memory cgroup's OOM killer killed (None: kernel too old).
+    pub oom_kills: Option<u64>,
+    pub memory_stat: BTreeMap<String, u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_hybrid_and_unified_mounts() {
+        let hybrid = "\
+30 24 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+33 30 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+36 30 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+41 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+        let m = CgroupMounts::parse(hybrid);
+        assert_eq!(m.v2, Some(PathBuf::from("/sys/fs/cgroup/unified")));
+        assert_eq!(m.v1_memory, Some(PathBuf::from("/sys/fs/cgroup/memory")));
+
+        let unified = "29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+        let m = CgroupMounts::parse(unified);
+        assert_eq!(m.v2, Some(PathBuf::from("/sys/fs/cgroup")));
+        assert_eq!(m.v1_memory, None);
+
+        // cpu,cpuacct is not memory; "memory_recursiveprot" is not "memory".
+        let other = "1 2 0:1 / /a rw - cgroup cgroup rw,cpu,cpuacct\n\
+                     3 4 0:2 / /b rw - cgroup2 cgroup2 rw,memory_recursiveprot\n";
+        let m = CgroupMounts::parse(other);
+        assert_eq!(m.v1_memory, None);
+        assert_eq!(m.v2, Some(PathBuf::from("/b")));
+    }
+}

@@ -1,0 +1,505 @@
+//! The catalogue of signals vmtrace measures, which kernel hooks feed each
+//! one, whether the running kernel has them, and loading/attaching the
+//! eBPF programs that do. A metric whose tracepoint (or field) is missing
+//! is disabled on its own, with a notice; the others still run.
+
+use anyhow::{Context, Result, anyhow};
+use aya::{
+    Btf, Ebpf, EbpfLoader,
+    programs::{
+        BtfTracePoint, PerfEvent, TracePoint,
+        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
+    },
+    util::online_cpus,
+};
+use vmtrace_common::{Field, Fields, Target, names};
+
+use crate::tracefs::TraceFs;
+
+/// How a program is hooked into the kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum Hook {
+    /// A classic tracepoint; its fields come from tracefs `format`.
+    Tracepoint {
+        system: &'static str,
+        event: &'static str,
+    },
+    /// A BTF tracepoint (typed arguments, no perf buffer copy).
+    BtfTracepoint { event: &'static str },
+    /// A software perf event with sample period 1 on every CPU.
+    PerfSoftware(SoftwareEvent),
+}
+
+impl Hook {
+    pub fn describe(&self) -> String {
+        match self {
+            Hook::Tracepoint { system, event } => format!("tracepoint {system}:{event}"),
+            Hook::BtfTracepoint { event } => format!("BTF tracepoint {event}"),
+            Hook::PerfSoftware(ev) => format!("perf software event {ev:?}"),
+        }
+    }
+}
+
+/// A field a program reads, and where its offset goes in [`Fields`].
+pub struct FieldUse {
+    pub name: &'static str,
+    pub slot: fn(&mut Fields) -> &mut Field,
+}
+
+/// One eBPF program of `probe-ebpf`.
+pub struct Program {
+    /// The function name in `probe-ebpf` (= program name in the object).
+    pub name: &'static str,
+    pub hook: Hook,
+    pub fields: &'static [FieldUse],
+}
+
+/// A measurement: all its programs attach, or none do.
+pub struct Metric {
+    /// Stable id, used in notices and JSON (`unavailable`).
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Only with `--fault-latency`.
+    pub fault_latency_only: bool,
+    pub programs: &'static [Program],
+}
+
+macro_rules! field {
+    ($name:literal, $slot:ident) => {
+        FieldUse {
+            name: $name,
+            slot: |f: &mut Fields| &mut f.$slot,
+        }
+    };
+}
+
+/// Every metric vmtrace knows, in report order.
+pub const CATALOGUE: &[Metric] = &[
+    Metric {
+        id: "direct_reclaim",
+        title: "direct reclaim stalls",
+        fault_latency_only: false,
+        programs: &[
+            Program {
+                name: "direct_reclaim_begin",
+                hook: Hook::Tracepoint {
+                    system: "vmscan",
+                    event: "mm_vmscan_direct_reclaim_begin",
+                },
+                fields: &[],
+            },
+            Program {
+                name: "direct_reclaim_end",
+                hook: Hook::Tracepoint {
+                    system: "vmscan",
+                    event: "mm_vmscan_direct_reclaim_end",
+                },
+                fields: &[field!("nr_reclaimed", direct_reclaim_end_nr_reclaimed)],
+            },
+        ],
+    },
+    Metric {
+        id: "memcg_reclaim",
+        title: "memcg reclaim stalls",
+        fault_latency_only: false,
+        programs: &[
+            Program {
+                name: "memcg_reclaim_begin",
+                hook: Hook::Tracepoint {
+                    system: "vmscan",
+                    event: "mm_vmscan_memcg_reclaim_begin",
+                },
+                fields: &[],
+            },
+            Program {
+                name: "memcg_reclaim_end",
+                hook: Hook::Tracepoint {
+                    system: "vmscan",
+                    event: "mm_vmscan_memcg_reclaim_end",
+                },
+                fields: &[field!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)],
+            },
+        ],
+    },
+    Metric {
+        id: "lru_shrink_inactive",
+        title: "LRU scanned/reclaimed per node",
+        fault_latency_only: false,
+        programs: &[Program {
+            name: "lru_shrink_inactive",
+            hook: Hook::Tracepoint {
+                system: "vmscan",
+                event: "mm_vmscan_lru_shrink_inactive",
+            },
+            fields: &[
+                field!("nid", lru_shrink_inactive_nid),
+                field!("nr_scanned", lru_shrink_inactive_nr_scanned),
+                field!("nr_reclaimed", lru_shrink_inactive_nr_reclaimed),
+            ],
+        }],
+    },
+    Metric {
+        id: "major_fault",
+        title: "major fault counts",
+        fault_latency_only: false,
+        programs: &[Program {
+            name: "major_fault",
+            hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMaj),
+            fields: &[],
+        }],
+    },
+    Metric {
+        id: "fault_latency",
+        title: "page fault latency",
+        fault_latency_only: true,
+        programs: &[
+            Program {
+                name: "page_fault_user",
+                hook: Hook::BtfTracepoint {
+                    event: "page_fault_user",
+                },
+                fields: &[],
+            },
+            Program {
+                name: "minor_fault",
+                hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMin),
+                fields: &[],
+            },
+        ],
+    },
+];
+
+/// What the running kernel offers, and what we will therefore attach.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Field offsets for the programs that will be attached.
+    pub fields: Fields,
+    /// Ids of the metrics that will be attached.
+    pub enabled: Vec<&'static str>,
+    /// Metrics left out, each with the reason (one line).
+    pub unavailable: Vec<(&'static str, String)>,
+}
+
+impl Plan {
+    pub fn is_enabled(&self, id: &str) -> bool {
+        self.enabled.contains(&id)
+    }
+}
+
+/// Decides, from a tracefs tree and whether kernel BTF exists, which
+/// metrics can run and where their fields are. Pure: the tests feed it the
+/// format files of other kernels.
+pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Result<Plan> {
+    let mut plan = Plan::default();
+    'metric: for metric in CATALOGUE {
+        if metric.fault_latency_only && !fault_latency {
+            continue;
+        }
+        let mut fields = plan.fields;
+        for program in metric.programs {
+            match program.hook {
+                Hook::Tracepoint { system, event } => {
+                    let Some(format) = tracefs.format(system, event)? else {
+                        plan.unavailable.push((
+                            metric.id,
+                            format!("this kernel has no tracepoint {system}:{event}"),
+                        ));
+                        continue 'metric;
+                    };
+                    for used in program.fields {
+                        match format.field(used.name) {
+                            Some(def) if matches!(def.size, 1 | 2 | 4 | 8) => {
+                                *(used.slot)(&mut fields) = Field {
+                                    offset: def.offset,
+                                    size: def.size,
+                                };
+                            }
+                            Some(def) => {
+                                plan.unavailable.push((
+                                    metric.id,
+                                    format!(
+                                        "{system}:{event} field {} has size {}, not an integer",
+                                        used.name, def.size
+                                    ),
+                                ));
+                                continue 'metric;
+                            }
+                            None => {
+                                plan.unavailable.push((
+                                    metric.id,
+                                    format!("{system}:{event} has no field {}", used.name),
+                                ));
+                                continue 'metric;
+                            }
+                        }
+                    }
+                }
+                Hook::BtfTracepoint { event } => {
+                    if !btf_available {
+                        plan.unavailable.push((
+                            metric.id,
+                            format!("kernel BTF (/sys/kernel/btf/vmlinux) is missing, needed for {event}"),
+                        ));
+                        continue 'metric;
+                    }
+                    if tracefs.format("exceptions", event)?.is_none() {
+                        plan.unavailable.push((
+                            metric.id,
+                            format!("this kernel has no tracepoint exceptions:{event} (x86 only)"),
+                        ));
+                        continue 'metric;
+                    }
+                }
+                Hook::PerfSoftware(_) => {}
+            }
+        }
+        plan.fields = fields;
+        plan.enabled.push(metric.id);
+    }
+    Ok(plan)
+}
+
+/// The loaded and attached programs. Links are owned by file descriptors
+/// held here (nothing is pinned): dropping this, or the process dying,
+/// detaches everything.
+pub struct Probes {
+    pub ebpf: Ebpf,
+    pub plan: Plan,
+    /// Failures to attach a metric on this kernel (metric id, reason).
+    pub attach_failures: Vec<(&'static str, String)>,
+    /// Forwards the programs' rare warnings (e.g. a full map) to `log`.
+    logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+}
+
+impl Probes {
+    /// Passes pending eBPF log records on to the `log` crate.
+    pub fn flush_log(&mut self) {
+        if let Some(l) = &mut self.logger {
+            l.flush();
+        }
+    }
+}
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/vmtrace-probes"));
+
+/// Loads the eBPF object with the plan's field offsets and target, then
+/// attaches every enabled metric. A metric that fails to attach is moved to
+/// `attach_failures` (with the kernel's reason); loading the object itself
+/// failing is an error.
+pub fn attach(mut plan: Plan, target: Target) -> Result<Probes> {
+    let mut ebpf = EbpfLoader::new()
+        .override_global(names::FIELDS, &plan.fields, true)
+        .override_global(names::TARGET, &target, true)
+        .load(OBJECT)
+        .context("loading vmtrace's eBPF object into the kernel failed")?;
+    // The logger owns the log ring buffer's fd: it must outlive loading.
+    let logger = aya_log::EbpfLogger::init(&mut ebpf)
+        .map_err(|e| log::debug!("eBPF logging unavailable: {e}"))
+        .ok();
+    let mut btf = None;
+    let mut attach_failures = Vec::new();
+    let mut enabled = Vec::new();
+    for metric in CATALOGUE {
+        if !plan.is_enabled(metric.id) {
+            continue;
+        }
+        let result = metric
+            .programs
+            .iter()
+            .try_for_each(|p| attach_program(&mut ebpf, p, &mut btf));
+        match result {
+            Ok(()) => enabled.push(metric.id),
+            Err(e) => {
+                // Detach what did attach: a half metric would mislead.
+                for p in metric.programs {
+                    detach_program(&mut ebpf, p);
+                }
+                // The verifier's log spans lines; a notice is one line.
+                let reason = format!("{e:#}");
+                let reason = reason.lines().next().unwrap_or("").trim_end_matches(':');
+                attach_failures.push((metric.id, reason.to_string()));
+            }
+        }
+    }
+    plan.enabled = enabled;
+    Ok(Probes {
+        ebpf,
+        plan,
+        attach_failures,
+        logger,
+    })
+}
+
+/// Unloads a program and detaches all its links (best effort).
+fn detach_program(ebpf: &mut Ebpf, p: &Program) {
+    use aya::programs::Program as P;
+    let _ = match ebpf.program_mut(p.name) {
+        Some(P::TracePoint(tp)) => tp.unload(),
+        Some(P::BtfTracePoint(tp)) => tp.unload(),
+        Some(P::PerfEvent(pe)) => pe.unload(),
+        _ => Ok(()),
+    };
+}
+
+fn attach_program(ebpf: &mut Ebpf, p: &Program, btf: &mut Option<Btf>) -> Result<()> {
+    let prog = ebpf
+        .program_mut(p.name)
+        .ok_or_else(|| anyhow!("program {} is not in the eBPF object", p.name))?;
+    let what = || format!("{} ({})", p.name, p.hook.describe());
+    match p.hook {
+        Hook::Tracepoint { system, event } => {
+            let tp: &mut TracePoint = prog.try_into()?;
+            tp.load().with_context(|| format!("loading {}", what()))?;
+            tp.attach(system, event)
+                .with_context(|| format!("attaching {}", what()))?;
+        }
+        Hook::BtfTracepoint { event } => {
+            if btf.is_none() {
+                *btf = Some(Btf::from_sys_fs().context("reading kernel BTF")?);
+            }
+            let btf = btf.as_ref().ok_or_else(|| anyhow!("no kernel BTF"))?;
+            let tp: &mut BtfTracePoint = prog.try_into()?;
+            tp.load(event, btf)
+                .with_context(|| format!("loading {}", what()))?;
+            tp.attach()
+                .with_context(|| format!("attaching {}", what()))?;
+        }
+        Hook::PerfSoftware(event) => {
+            let pe: &mut PerfEvent = prog.try_into()?;
+            pe.load().with_context(|| format!("loading {}", what()))?;
+            let cpus = online_cpus().map_err(|(path, e)| anyhow!("reading {path}: {e}"))?;
+            for cpu in cpus {
+                pe.attach(
+                    PerfEventConfig::Software(event),
+                    PerfEventScope::AllProcessesOneCpu { cpu },
+                    SamplePolicy::Period(1),
+                    false,
+                )
+                .with_context(|| format!("attaching {} on CPU {cpu}", what()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn kernel_formats(release: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/kernel-formats")
+            .join(release)
+    }
+
+    #[test]
+    fn every_shipped_kernel_has_every_default_metric() {
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let tracefs = TraceFs::at(&kernel_formats(release));
+            let plan = plan(&tracefs, true, true).expect("plan");
+            assert!(
+                plan.unavailable.is_empty(),
+                "{release}: {:?}",
+                plan.unavailable
+            );
+            assert_eq!(plan.enabled.len(), CATALOGUE.len(), "{release}");
+            let f = plan.fields;
+            assert_eq!(f.lru_shrink_inactive_nid, Field { offset: 8, size: 4 });
+            assert_eq!(
+                f.lru_shrink_inactive_nr_scanned,
+                Field {
+                    offset: 16,
+                    size: 8
+                }
+            );
+            assert_eq!(
+                f.lru_shrink_inactive_nr_reclaimed,
+                Field {
+                    offset: 24,
+                    size: 8
+                }
+            );
+            assert_eq!(
+                f.direct_reclaim_end_nr_reclaimed,
+                Field { offset: 8, size: 8 }
+            );
+            assert_eq!(
+                f.memcg_reclaim_end_nr_reclaimed,
+                Field { offset: 8, size: 8 }
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_tracepoint_disables_only_its_metric() {
+        let tmp = tempdir("missing-tp");
+        copy_tree(&kernel_formats("6.1.0-57-amd64"), &tmp);
+        std::fs::remove_dir_all(tmp.join("vmscan/mm_vmscan_memcg_reclaim_end")).expect("rm");
+        let plan = plan(&TraceFs::at(&tmp), true, false).expect("plan");
+        assert_eq!(plan.unavailable.len(), 1, "{:?}", plan.unavailable);
+        assert_eq!(plan.unavailable[0].0, "memcg_reclaim");
+        assert!(
+            plan.unavailable[0]
+                .1
+                .contains("vmscan:mm_vmscan_memcg_reclaim_end")
+        );
+        assert!(!plan.is_enabled("memcg_reclaim"));
+        for id in ["direct_reclaim", "lru_shrink_inactive", "major_fault"] {
+            assert!(plan.is_enabled(id), "{id}");
+        }
+        // The disabled metric's field stays absent, so nothing reads junk.
+        assert_eq!(plan.fields.memcg_reclaim_end_nr_reclaimed, Field::ABSENT);
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn a_missing_field_disables_its_metric() {
+        let tmp = tempdir("missing-field");
+        copy_tree(&kernel_formats("6.18.44-fc-v669"), &tmp);
+        let path = tmp.join("vmscan/mm_vmscan_lru_shrink_inactive/format");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let text: String = text
+            .lines()
+            .filter(|l| !l.contains(" nr_scanned;"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&path, text).expect("write");
+        let plan = plan(&TraceFs::at(&tmp), true, false).expect("plan");
+        assert_eq!(plan.unavailable.len(), 1);
+        assert_eq!(plan.unavailable[0].0, "lru_shrink_inactive");
+        assert!(plan.unavailable[0].1.contains("no field nr_scanned"));
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn fault_latency_needs_btf_and_is_opt_in() {
+        let tracefs = TraceFs::at(&kernel_formats("6.12.117+deb12-amd64"));
+        let off = plan(&tracefs, true, false).expect("plan");
+        assert!(!off.is_enabled("fault_latency"));
+        assert!(off.unavailable.is_empty());
+        let no_btf = plan(&tracefs, false, true).expect("plan");
+        assert!(!no_btf.is_enabled("fault_latency"));
+        assert!(no_btf.unavailable[0].1.contains("BTF"));
+    }
+
+    fn tempdir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("vmtrace-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        dir
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        for entry in std::fs::read_dir(from).expect("readdir") {
+            let entry = entry.expect("entry");
+            let dst = to.join(entry.file_name());
+            if entry.file_type().expect("type").is_dir() {
+                std::fs::create_dir_all(&dst).expect("mkdir");
+                copy_tree(&entry.path(), &dst);
+            } else {
+                std::fs::copy(entry.path(), &dst).expect("copy");
+            }
+        }
+    }
+}

@@ -1,0 +1,620 @@
+//! The run report: one model (`RunReport`), built from what the collector
+//! read, printed as plain text that survives a mailing list (ASCII, at
+//! most 72 columns) or as JSON. Pure functions: no kernel access here.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use vmtrace_common::{
+    Counter, Hist,
+    hist::{BUCKETS, SUB, bucket_lower},
+};
+
+use crate::{
+    collect::{KernelTotals, VmStat},
+    histogram::{Summary, summarize},
+    membox::BoxReport,
+    size::human,
+};
+
+/// How the traced command ended.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Exit {
+    /// Exit code when it exited normally.
+    pub code: Option<i32>,
+    /// Signal number when a signal killed it.
+    pub signal: Option<i32>,
+    /// Killed by the box's memory cgroup OOM killer.
+    pub oom_killed: bool,
+    /// vmtrace was interrupted (Ctrl-C, SIGTERM, SIGHUP) during the run.
+    pub interrupted: bool,
+}
+
+/// The kernel's resource usage of the command and its waited-for children.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Usage {
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub max_rss_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReclaimReport {
+    /// Stall time of each reclaim a target task entered.
+    pub stalls: Summary,
+    pub pages_reclaimed: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LruRowReport {
+    pub node: u32,
+    pub context: &'static str,
+    pub events: u64,
+    pub nr_scanned: u64,
+    pub nr_reclaimed: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FaultReport {
+    /// Major faults of every task while tracing (eBPF).
+    pub major_all: Option<u64>,
+    /// Major faults of the target's tasks (eBPF).
+    pub major_target: Option<u64>,
+    /// With --fault-latency: minor faults of the target (eBPF) and latency.
+    pub minor_target: Option<u64>,
+    pub minor_latency: Option<Summary>,
+    pub major_latency: Option<Summary>,
+}
+
+/// /proc/vmstat deltas over the traced window: the kernel's own view,
+/// printed next to vmtrace's so that a reader can check one with the other.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VmstatDelta {
+    pub pgscan: u64,
+    pub pgsteal: u64,
+    pub pgmajfault: u64,
+    pub pgfault: u64,
+    pub pswpin: u64,
+    pub pswpout: u64,
+    pub allocstall: u64,
+}
+
+impl VmstatDelta {
+    pub fn from_delta(d: &VmStat) -> VmstatDelta {
+        let allocstall =
+            d.0.iter()
+                .filter(|(k, _)| k.starts_with("allocstall"))
+                .map(|(_, v)| v)
+                .sum();
+        VmstatDelta {
+            pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
+            pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
+            pgmajfault: d.get("pgmajfault"),
+            pgfault: d.get("pgfault"),
+            pswpin: d.get("pswpin"),
+            pswpout: d.get("pswpout"),
+            allocstall,
+        }
+    }
+}
+
+/// Events the probes could not account for; all zero in a sound run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Dropped {
+    pub reclaim_start_map_full: u64,
+    pub reclaim_end_without_begin: u64,
+    pub fault_start_map_full: u64,
+    pub node_out_of_range: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Unavailable {
+    pub metric: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunReport {
+    pub vmtrace_version: String,
+    pub kernel_release: String,
+    pub command: Vec<String>,
+    /// Which tasks the per-task metrics cover.
+    pub target: String,
+    pub exit: Exit,
+    pub usage: Usage,
+    pub membox: Option<BoxReport>,
+    pub unavailable: Vec<Unavailable>,
+    pub direct_reclaim: Option<ReclaimReport>,
+    pub memcg_reclaim: Option<ReclaimReport>,
+    /// `mm_vmscan_lru_shrink_inactive`, every task, per node and context.
+    pub lru_shrink_inactive: Option<Vec<LruRowReport>>,
+    pub faults: FaultReport,
+    pub vmstat: VmstatDelta,
+    pub dropped: Dropped,
+}
+
+impl RunReport {
+    /// Fills the eBPF-derived sections; `enabled` says which metrics ran.
+    pub fn add_kernel_totals(&mut self, totals: &KernelTotals, enabled: &dyn Fn(&str) -> bool) {
+        let reclaim = |h: Hist, pages: Counter| ReclaimReport {
+            stalls: summarize(totals.hist(h)),
+            pages_reclaimed: totals.counter(pages),
+        };
+        if enabled("direct_reclaim") {
+            self.direct_reclaim = Some(reclaim(Hist::DirectReclaim, Counter::DirectReclaimPages));
+        }
+        if enabled("memcg_reclaim") {
+            self.memcg_reclaim = Some(reclaim(Hist::MemcgReclaim, Counter::MemcgReclaimPages));
+        }
+        if enabled("lru_shrink_inactive") {
+            self.lru_shrink_inactive = Some(
+                totals
+                    .lru
+                    .iter()
+                    .map(|r| LruRowReport {
+                        node: r.node,
+                        context: r.context.name(),
+                        events: r.totals.events,
+                        nr_scanned: r.totals.nr_scanned,
+                        nr_reclaimed: r.totals.nr_reclaimed,
+                    })
+                    .collect(),
+            );
+        }
+        if enabled("major_fault") {
+            self.faults.major_all = Some(totals.counter(Counter::MajorFaultsAll));
+            self.faults.major_target = Some(totals.counter(Counter::MajorFaultsTarget));
+        }
+        if enabled("fault_latency") {
+            self.faults.minor_target = Some(totals.counter(Counter::MinorFaultsTarget));
+            self.faults.minor_latency = Some(summarize(totals.hist(Hist::MinorFault)));
+            self.faults.major_latency = Some(summarize(totals.hist(Hist::MajorFault)));
+        }
+        self.dropped = Dropped {
+            reclaim_start_map_full: totals.counter(Counter::ReclaimStartDropped),
+            reclaim_end_without_begin: totals.counter(Counter::ReclaimEndUnmatched),
+            fault_start_map_full: totals.counter(Counter::FaultStartDropped),
+            node_out_of_range: totals.counter(Counter::NodeOutOfRange),
+        };
+    }
+
+    /// Totals of the LRU table: (scanned, reclaimed).
+    pub fn lru_totals(&self) -> Option<(u64, u64)> {
+        self.lru_shrink_inactive.as_ref().map(|rows| {
+            rows.iter().fold((0, 0), |(s, r), row| {
+                (s + row.nr_scanned, r + row.nr_reclaimed)
+            })
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// The plain-text report (ASCII, <= 72 columns).
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let _ = self.write_text(&mut o);
+        o
+    }
+
+    fn write_text(&self, o: &mut String) -> std::fmt::Result {
+        writeln!(
+            o,
+            "vmtrace {} on Linux {}",
+            self.vmtrace_version, self.kernel_release
+        )?;
+        for line in wrap(&format!("command: {}", self.command.join(" ")), 72) {
+            writeln!(o, "{line}")?;
+        }
+        if let Some(b) = &self.membox {
+            let mem = b.mem_limit_bytes.map_or("no limit".to_string(), |m| {
+                format!(
+                    "{} (cgroup {})",
+                    human(m),
+                    b.cgroup_version.map_or("?", |v| match v {
+                        crate::membox::CgroupVersion::V1 => "v1",
+                        crate::membox::CgroupVersion::V2 => "v2",
+                    })
+                )
+            });
+            let swap = b.swap_bytes.map_or("none added".to_string(), human);
+            writeln!(o, "box: memory {mem}, swapfile {swap}")?;
+        }
+        writeln!(o, "target: {}", self.target)?;
+        writeln!(o)?;
+
+        let e = &self.exit;
+        let status = match (e.code, e.signal) {
+            (Some(c), _) => format!("exited with status {c}"),
+            (None, Some(s)) => format!("killed by signal {s} ({})", signal_name(s)),
+            _ => "unknown".into(),
+        };
+        let mut status = status;
+        if e.oom_killed {
+            status.push_str(", OOM-killed by the box's memcg");
+        }
+        if e.interrupted {
+            status.push_str(" (vmtrace interrupted)");
+        }
+        writeln!(o, "exit:     {status}")?;
+        let u = &self.usage;
+        writeln!(
+            o,
+            "time:     {:.2} s elapsed, {:.2} s user, {:.2} s system",
+            u.wall_s, u.user_s, u.sys_s
+        )?;
+        writeln!(
+            o,
+            "faults:   {} minor, {} major (rusage)",
+            u.minor_faults, u.major_faults
+        )?;
+        let mut mem = format!("memory:   max RSS {}", human(u.max_rss_bytes));
+        if let Some(b) = &self.membox {
+            if let Some(p) = b.peak_bytes {
+                let _ = write!(mem, ", box peak {}", human(p));
+            }
+            if let Some(k) = b.oom_kills {
+                let _ = write!(mem, ", {k} OOM kill(s)");
+            }
+        }
+        writeln!(o, "{mem}")?;
+        let v = &self.vmstat;
+        writeln!(
+            o,
+            "swap:     {} pages out, {} pages in (/proc/vmstat)",
+            v.pswpout, v.pswpin
+        )?;
+
+        for (title, r) in [
+            ("direct reclaim", &self.direct_reclaim),
+            ("memcg reclaim", &self.memcg_reclaim),
+        ] {
+            let Some(r) = r else { continue };
+            writeln!(o)?;
+            writeln!(
+                o,
+                "{title}: {} stalls, {} stalled, {} pages reclaimed",
+                r.stalls.count,
+                fmt_ns(r.stalls.total_ns),
+                r.pages_reclaimed
+            )?;
+            write_hist(o, &r.stalls)?;
+        }
+
+        if let Some(rows) = &self.lru_shrink_inactive {
+            writeln!(o)?;
+            writeln!(o, "LRU shrink inactive (all tasks; vmstat: pgscan/pgsteal)")?;
+            writeln!(
+                o,
+                "  {:>4} {:<7} {:>9} {:>12} {:>12} {:>6}",
+                "node", "context", "events", "scanned", "reclaimed", "eff%"
+            )?;
+            for r in rows {
+                writeln!(
+                    o,
+                    "  {:>4} {:<7} {:>9} {:>12} {:>12} {:>6}",
+                    r.node,
+                    r.context,
+                    r.events,
+                    r.nr_scanned,
+                    r.nr_reclaimed,
+                    pct(r.nr_reclaimed, r.nr_scanned)
+                )?;
+            }
+            let (s, r) = self.lru_totals().unwrap_or_default();
+            writeln!(o, "  {:<22} {:>12} {:>12} {:>6}", "total", s, r, pct(r, s))?;
+            writeln!(
+                o,
+                "  {:<22} {:>12} {:>12}",
+                "/proc/vmstat", v.pgscan, v.pgsteal
+            )?;
+        }
+
+        let f = &self.faults;
+        if f.major_all.is_some() || f.minor_latency.is_some() {
+            writeln!(o)?;
+            writeln!(o, "page faults")?;
+            if let (Some(all), Some(t)) = (f.major_all, f.major_target) {
+                writeln!(
+                    o,
+                    "  major, target tasks   {t:>12}   rusage {:>12}",
+                    u.major_faults
+                )?;
+                writeln!(
+                    o,
+                    "  major, all tasks      {all:>12}   vmstat {:>12}",
+                    v.pgmajfault
+                )?;
+            }
+            if let Some(m) = f.minor_target {
+                writeln!(
+                    o,
+                    "  minor, target tasks   {m:>12}   rusage {:>12}",
+                    u.minor_faults
+                )?;
+            }
+            for (title, s) in [
+                ("minor fault latency", &f.minor_latency),
+                ("major fault latency", &f.major_latency),
+            ] {
+                if let Some(s) = s {
+                    writeln!(o)?;
+                    writeln!(
+                        o,
+                        "{title}: {} faults, {} in all",
+                        s.count,
+                        fmt_ns(s.total_ns)
+                    )?;
+                    write_hist(o, s)?;
+                }
+            }
+        }
+
+        let d = &self.dropped;
+        let lost = d.reclaim_start_map_full + d.fault_start_map_full + d.node_out_of_range;
+        if lost > 0 || d.reclaim_end_without_begin > 0 {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "warning: events not accounted: {} reclaim starts (map full),",
+                d.reclaim_start_map_full
+            )?;
+            writeln!(
+                o,
+                "  {} fault starts (map full), {} bad node ids, {} reclaim ends",
+                d.fault_start_map_full, d.node_out_of_range, d.reclaim_end_without_begin
+            )?;
+            writeln!(o, "  without a begin (reclaims already running at attach)")?;
+        }
+        if !self.unavailable.is_empty() {
+            writeln!(o)?;
+            for u in &self.unavailable {
+                for line in wrap(
+                    &format!("notice: {} unavailable: {}", u.metric, u.reason),
+                    72,
+                ) {
+                    writeln!(o, "{line}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Count, quantiles and a bar per power of two (merging the kernel's 16
+/// sub-buckets), bpftrace-style but at most 72 columns.
+fn write_hist(o: &mut String, s: &Summary) -> std::fmt::Result {
+    if s.count == 0 {
+        writeln!(o, "  (none)")?;
+        return Ok(());
+    }
+    writeln!(
+        o,
+        "  {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "count", "p50", "p90", "p99", "p99.9", "max"
+    )?;
+    writeln!(
+        o,
+        "  {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        s.count,
+        fmt_ns(s.p50_ns),
+        fmt_ns(s.p90_ns),
+        fmt_ns(s.p99_ns),
+        fmt_ns(s.p999_ns),
+        fmt_ns(s.max_ns)
+    )?;
+    for (lo, hi, n, bar) in power_of_two_rows(s) {
+        writeln!(
+            o,
+            "  [{:>6}, {:>6}) {:>9} |{:<32}|",
+            fmt_ns(lo),
+            fmt_ns(hi),
+            n,
+            bar
+        )?;
+    }
+    Ok(())
+}
+
+/// (lower, upper, count, bar) per power of two from the first to the last
+/// non-empty one.
+fn power_of_two_rows(s: &Summary) -> Vec<(u64, u64, u64, String)> {
+    let sub = SUB as usize;
+    let mut groups: Vec<(usize, u64)> = Vec::new();
+    for b in &s.buckets {
+        let idx = vmtrace_common::hist::bucket_of(b.lower_ns);
+        let g = idx / sub;
+        match groups.last_mut() {
+            Some((last, n)) if *last == g => *n += b.count,
+            _ => groups.push((g, b.count)),
+        }
+    }
+    let (Some(first), Some(last)) = (groups.first(), groups.last()) else {
+        return Vec::new();
+    };
+    let (first, last) = (first.0, last.0);
+    let max = groups.iter().map(|g| g.1).max().unwrap_or(1).max(1);
+    (first..=last)
+        .map(|g| {
+            let n = groups.iter().find(|x| x.0 == g).map_or(0, |x| x.1);
+            let lo = bucket_lower(g * sub);
+            let hi = if (g + 1) * sub < BUCKETS {
+                bucket_lower((g + 1) * sub)
+            } else {
+                u64::MAX
+            };
+            let width = ((n as u128 * 32).div_ceil(max as u128)) as usize;
+            (lo, hi, n, "@".repeat(width.min(32)))
+        })
+        .collect()
+}
+
+/// A duration in ns as at most 6 characters: `512ns`, `1.5us`, `12ms`.
+pub fn fmt_ns(ns: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    for (scale, unit) in UNITS {
+        if ns >= scale {
+            let v = ns as f64 / scale as f64;
+            return if scale == 1 || v >= 100.0 {
+                format!("{v:.0}{unit}")
+            } else if v >= 10.0 {
+                format!("{v:.1}{unit}").replace(".0", "")
+            } else {
+                format!("{v:.1}{unit}")
+            };
+        }
+    }
+    "0".into()
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        _ => "signal",
+    }
+}
+
+/// Wraps at spaces to `width` columns; continuation lines indented by 2.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+            line.push_str("  ");
+        } else if !line.is_empty() && !line.ends_with("  ") {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.trim().is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vmtrace_common::{ReclaimContext, hist::bucket_of};
+
+    fn sample_report() -> RunReport {
+        let mut counts = vec![vec![0u64; BUCKETS]; Hist::COUNT as usize];
+        for v in [3_000u64, 5_000, 40_000, 41_000, 2_000_000, 9_000_000_000] {
+            counts[Hist::MemcgReclaim as usize][bucket_of(v)] += 1;
+        }
+        let totals = KernelTotals {
+            hists: counts,
+            counters: vec![0, 0, 6, 1234, 500, 480, 0, 0, 0, 0, 0],
+            lru: vec![crate::collect::LruRow {
+                node: 0,
+                context: ReclaimContext::Memcg,
+                totals: vmtrace_common::LruShrinkInactive {
+                    events: 10,
+                    nr_scanned: 320,
+                    nr_reclaimed: 300,
+                },
+            }],
+        };
+        let mut r = RunReport {
+            vmtrace_version: "0.1.0".into(),
+            kernel_release: "6.18.44".into(),
+            command: vec!["memhog".into(), "--mib".into(), "384".into()],
+            target: "cgroup vmtrace-1 (id 42)".into(),
+            exit: Exit {
+                code: None,
+                signal: Some(9),
+                oom_killed: true,
+                interrupted: false,
+            },
+            unavailable: vec![Unavailable {
+                metric: "direct_reclaim".into(),
+                reason: "this kernel has no tracepoint vmscan:mm_vmscan_direct_reclaim_begin \
+                         and the reason is long enough to need wrapping"
+                    .into(),
+            }],
+            ..Default::default()
+        };
+        r.add_kernel_totals(&totals, &|id| id != "direct_reclaim");
+        r
+    }
+
+    #[test]
+    fn text_is_ascii_and_fits_72_columns() {
+        let text = sample_report().to_text();
+        for line in text.lines() {
+            assert!(line.is_ascii(), "{line}");
+            assert!(line.len() <= 72, "{} columns: {line}", line.len());
+        }
+        assert!(text.contains("memcg reclaim: 6 stalls"), "{text}");
+        assert!(text.contains("OOM-killed"), "{text}");
+        assert!(
+            text.contains("notice: direct_reclaim unavailable"),
+            "{text}"
+        );
+        assert!(!text.contains("direct reclaim:"), "{text}");
+        assert!(text.contains("    320          300   93.8"), "{text}");
+    }
+
+    #[test]
+    fn histogram_rows_cover_first_to_last_power() {
+        let r = sample_report();
+        let s = &r.memcg_reclaim.as_ref().expect("memcg").stalls;
+        let rows = power_of_two_rows(s);
+        assert_eq!(rows.iter().map(|r| r.2).sum::<u64>(), 6);
+        // 2^11 (2048 ns) .. 2^33 (8.6 s): 23 rows, contiguous.
+        assert_eq!(rows.first().map(|r| r.0), Some(2048));
+        assert_eq!(rows.len(), 23);
+        for w in rows.windows(2) {
+            assert_eq!(w[0].1, w[1].0);
+        }
+        assert!(rows.iter().all(|r| r.3.len() <= 32));
+    }
+
+    #[test]
+    fn json_has_the_numbers() {
+        let json: serde_json::Value =
+            serde_json::from_str(&sample_report().to_json()).expect("valid JSON");
+        assert_eq!(json["memcg_reclaim"]["stalls"]["count"], 6);
+        assert_eq!(json["memcg_reclaim"]["pages_reclaimed"], 1234);
+        assert_eq!(json["faults"]["major_all"], 500);
+        assert_eq!(json["lru_shrink_inactive"][0]["nr_scanned"], 320);
+        assert!(json["direct_reclaim"].is_null());
+    }
+
+    #[test]
+    fn durations_are_short() {
+        assert_eq!(fmt_ns(0), "0");
+        assert_eq!(fmt_ns(512), "512ns");
+        assert_eq!(fmt_ns(1_500), "1.5us");
+        assert_eq!(fmt_ns(12_000_000), "12ms");
+        assert_eq!(fmt_ns(250_000_000), "250ms");
+        assert_eq!(fmt_ns(9_000_000_000), "9.0s");
+        for v in [1u64, 999, 99_999, 123_456_789_012] {
+            assert!(fmt_ns(v).len() <= 6, "{v}: {}", fmt_ns(v));
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! `vmtrace run`: set up the box, attach the probes, run the command in
+//! the box, wait for it (forwarding signals, printing progress), read
+//! what was measured, tear everything down, and build the report.
+
+use std::{
+    ffi::OsString,
+    io,
+    os::unix::process::CommandExt,
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, anyhow, bail};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use vmtrace_common::{Counter, Target};
+
+use crate::{
+    collect::{self, VmStat},
+    membox::{BoxSpec, MemBox},
+    privilege, probes,
+    report::{Exit, RunReport, Unavailable, Usage, VmstatDelta, fmt_ns},
+    tracefs::TraceFs,
+};
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub command: Vec<OsString>,
+    pub spec: BoxSpec,
+    pub fault_latency: bool,
+    /// Print a progress line to stderr this often (None: never).
+    pub progress: Option<Duration>,
+}
+
+pub struct RunOutcome {
+    pub report: RunReport,
+    /// What vmtrace should exit with: the command's status, or 128+signal.
+    pub exit_code: i32,
+}
+
+pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
+    privilege::require()?;
+    let program = opts.command.first().ok_or_else(|| {
+        anyhow!("no command given; usage: vmtrace run [OPTIONS] -- COMMAND [ARGS]")
+    })?;
+    check_command_exists(program)?;
+
+    // Signals are caught from here on, so that Ctrl-C during setup still
+    // tears down what was set up.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut signals = rt.block_on(async { Signals::new() })?;
+
+    let membox = MemBox::create(&opts.spec)?;
+    let (tracefs, _tracefs_mount) = TraceFs::live()?;
+    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
+    let plan = probes::plan(&tracefs, btf, opts.fault_latency)?;
+    let (target, target_text) = match membox.v2_cgroup() {
+        Some(cg) => {
+            let id = cg.id()?;
+            (
+                Target { cgroup_id: id },
+                format!("the command's tasks (cgroup {}, id {id})", cg.dir.display()),
+            )
+        }
+        None => (
+            Target { cgroup_id: 0 },
+            "every task (this machine has no cgroup v2 to tell the command's apart)".into(),
+        ),
+    };
+    let mut probes = probes::attach(plan, target)?;
+    let mut unavailable: Vec<Unavailable> = probes
+        .plan
+        .unavailable
+        .iter()
+        .chain(probes.attach_failures.iter())
+        .map(|(metric, reason)| Unavailable {
+            metric: metric.to_string(),
+            reason: reason.clone(),
+        })
+        .collect();
+    for u in &unavailable {
+        eprintln!("vmtrace: notice: {} unavailable: {}", u.metric, u.reason);
+    }
+    if rt.block_on(signals.pending()).is_some() {
+        bail!("interrupted before the command started; nothing was left behind");
+    }
+
+    let before = VmStat::read()?;
+    let started = Instant::now();
+    let pid = spawn(&opts.command, &membox)?;
+    let waited = rt.block_on(wait(pid, &mut signals, &membox, &probes, opts.progress))?;
+    let wall = started.elapsed();
+    let after = VmStat::read()?;
+    let totals = collect::read(&probes)?;
+    probes.flush_log();
+    let enabled = probes.plan.enabled.clone();
+    drop(probes);
+    let box_report = membox.report();
+    drop(membox);
+
+    let ru = &waited.rusage;
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let (code, sig) = decode_status(waited.status);
+    let oom_killed = sig == Some(libc::SIGKILL) && box_report.oom_kills.unwrap_or(0) > 0;
+    let mut report = RunReport {
+        vmtrace_version: env!("CARGO_PKG_VERSION").into(),
+        kernel_release: kernel_release(),
+        command: opts
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        target: target_text,
+        exit: Exit {
+            code,
+            signal: sig,
+            oom_killed,
+            interrupted: waited.interrupted,
+        },
+        usage: Usage {
+            wall_s: wall.as_secs_f64(),
+            user_s: tv(ru.ru_utime),
+            sys_s: tv(ru.ru_stime),
+            minor_faults: ru.ru_minflt as u64,
+            major_faults: ru.ru_majflt as u64,
+            max_rss_bytes: ru.ru_maxrss as u64 * 1024,
+        },
+        membox: (opts.spec.mem_limit.is_some() || opts.spec.swap.is_some()).then_some(box_report),
+        vmstat: VmstatDelta::from_delta(&VmStat::delta(&before, &after)),
+        ..Default::default()
+    };
+    report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
+    report.unavailable.append(&mut unavailable);
+    let exit_code = code.unwrap_or_else(|| 128 + sig.unwrap_or(0));
+    Ok(RunOutcome { report, exit_code })
+}
+
+/// A missing command is reported before anything is set up.
+fn check_command_exists(program: &OsString) -> Result<()> {
+    let p = Path::new(program);
+    let found = if p.components().count() > 1 {
+        p.is_file()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(p).is_file()))
+    };
+    if !found {
+        bail!(
+            "command `{}` not found; check the name, or give its path",
+            p.display()
+        );
+    }
+    Ok(())
+}
+
+/// Starts the command with the box's cgroups joined before exec, so that
+/// its first page fault is already inside the box.
+fn spawn(command: &[OsString], membox: &MemBox) -> Result<i32> {
+    let joins = membox.join_paths()?;
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    // SAFETY: the closure only calls open/write/close (async-signal-safe)
+    // on paths prepared before fork; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            for path in &joins {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let err = io::Error::last_os_error();
+                libc::close(fd);
+                if n != 1 {
+                    return Err(err);
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", command[0].to_string_lossy()))?;
+    // Reaped by wait4 below (for its rusage), not by std.
+    i32::try_from(child.id()).context("child pid")
+}
+
+struct Waited {
+    status: i32,
+    rusage: libc::rusage,
+    interrupted: bool,
+}
+
+/// SIGINT, SIGTERM and SIGHUP, caught for the whole run.
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals> {
+        let s = |k| signal(k).context("installing signal handlers");
+        Ok(Signals {
+            int: s(SignalKind::interrupt())?,
+            term: s(SignalKind::terminate())?,
+            hup: s(SignalKind::hangup())?,
+        })
+    }
+
+    async fn next(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+        }
+    }
+
+    /// A signal that already arrived, without waiting.
+    async fn pending(&mut self) -> Option<i32> {
+        tokio::select! {
+            biased;
+            s = self.next() => Some(s),
+            _ = tokio::task::yield_now() => None,
+        }
+    }
+}
+
+async fn wait(
+    pid: i32,
+    signals: &mut Signals,
+    membox: &MemBox,
+    probes: &probes::Probes,
+    progress: Option<Duration>,
+) -> Result<Waited> {
+    let mut reaper = tokio::task::spawn_blocking(move || {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waiting for our own child with valid out-pointers.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut rusage) };
+            if r == pid {
+                return Ok((status, rusage));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    });
+    let started = Instant::now();
+    let period = progress.unwrap_or(Duration::from_secs(3600));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut signals_seen = 0;
+    loop {
+        tokio::select! {
+            done = &mut reaper => {
+                let (status, rusage) = done
+                    .context("waiting for the command")?
+                    .context("waiting for the command")?;
+                return Ok(Waited { status, rusage, interrupted: signals_seen > 0 });
+            }
+            sig = signals.next() => {
+                signals_seen += 1;
+                if signals_seen == 1 {
+                    eprintln!("vmtrace: passing the signal on; waiting for the command to end (again to kill it)");
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(pid, sig) };
+                } else {
+                    eprintln!("vmtrace: killing the command");
+                    // SAFETY: as above.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    membox.kill_all();
+                }
+            }
+            _ = tick.tick(), if progress.is_some() => {
+                if let Ok(t) = collect::read(probes) {
+                    eprintln!(
+                        "vmtrace: {:>5.0} s  memcg reclaims {} ({} stalled)  direct {}  major faults {}",
+                        started.elapsed().as_secs_f64(),
+                        t.counter(Counter::MemcgReclaims),
+                        fmt_ns(crate::histogram::summarize(t.hist(vmtrace_common::Hist::MemcgReclaim)).total_ns),
+                        t.counter(Counter::DirectReclaims),
+                        t.counter(Counter::MajorFaultsTarget),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn decode_status(status: i32) -> (Option<i32>, Option<i32>) {
+    if libc::WIFEXITED(status) {
+        (Some(libc::WEXITSTATUS(status)), None)
+    } else if libc::WIFSIGNALED(status) {
+        (None, Some(libc::WTERMSIG(status)))
+    } else {
+        (None, None)
+    }
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}

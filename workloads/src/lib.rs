@@ -1,0 +1,7 @@
+//! Workloads bundled with vmtrace. Each is also a standalone binary.
+//!
+//! - `memhog`: fills a buffer with random, non-zero data (so pages cannot
+//!   be deduplicated or stay zero and must really go to swap), then touches
+//!   its pages in random order, pass after pass, to force swap-ins.
+
+pub mod memhog;

@@ -1,0 +1,99 @@
+//! A memory hog that creates real reclaim and swap traffic in a small box.
+
+/// xorshift64*: fast, deterministic, never yields 0 from a non-zero state.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // Avoid the all-zero state, which xorshift never leaves.
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform enough in [0, n) for n > 0.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() >> 32) * n as u64 >> 32) as usize
+    }
+}
+
+pub const PAGE: usize = 4096;
+const WORDS_PER_PAGE: usize = PAGE / 8;
+
+/// What a run did, for the caller to check or print.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub pages: usize,
+    pub touches: usize,
+    /// XOR of every word read back: keeps the reads from being optimised
+    /// out, and makes runs with the same seed comparable.
+    pub checksum: u64,
+}
+
+/// Fills `mib` MiB with random non-zero words, then makes `passes` passes
+/// of random page touches (one read and one write per touch, as many
+/// touches per pass as there are pages).
+pub fn run(mib: usize, passes: usize, seed: u64) -> Stats {
+    let words = mib * (1 << 20) / 8;
+    let pages = words / WORDS_PER_PAGE;
+    let mut buf = vec![0u64; words];
+    let mut rng = Rng::new(seed);
+    for w in buf.iter_mut() {
+        *w = rng.next_u64() | 1;
+    }
+    let mut stats = Stats {
+        pages,
+        ..Default::default()
+    };
+    for _ in 0..passes {
+        for _ in 0..pages {
+            let page = rng.below(pages);
+            let word = page * WORDS_PER_PAGE + rng.below(WORDS_PER_PAGE);
+            stats.checksum ^= buf[word];
+            buf[word] = rng.next_u64() | 1;
+            stats.touches += 1;
+        }
+    }
+    stats.checksum ^= std::hint::black_box(&buf)
+        .iter()
+        .step_by(WORDS_PER_PAGE)
+        .fold(0, |a, w| a ^ w);
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_never_returns_zero_words_and_is_deterministic() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        for _ in 0..10_000 {
+            let x = a.next_u64();
+            assert_eq!(x, b.next_u64());
+            assert_ne!(x | 1, 0);
+        }
+        let mut r = Rng::new(0);
+        for _ in 0..10_000 {
+            assert!(r.below(13) < 13);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_run() {
+        let a = run(2, 2, 42);
+        assert_eq!(a, run(2, 2, 42));
+        assert_eq!(a.pages, 512);
+        assert_eq!(a.touches, 1024);
+        assert_ne!(a.checksum, run(2, 2, 43).checksum);
+    }
+}
