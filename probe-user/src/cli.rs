@@ -57,11 +57,11 @@ sudo vmtrace run --json -- make -j4 > report.json"
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Memory limit of the box, e.g. 256M or 1G (a fresh memory cgroup)
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub mem: Option<u64>,
 
     /// Add a temporary swapfile of SIZE for the run, e.g. 1G
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub swap: Option<u64>,
 
     /// Directory for the swapfile (a filesystem that supports swapfiles)

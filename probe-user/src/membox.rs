@@ -244,19 +244,18 @@ impl Swapfile {
 
 impl Drop for Swapfile {
     fn drop(&mut self) {
-        if self.active {
-            if let Ok(c) = CString::new(self.path.as_os_str().as_bytes()) {
-                // SAFETY: a valid path of a swapfile we activated.
-                if unsafe { libc::swapoff(c.as_ptr()) } != 0 {
-                    eprintln!(
-                        "vmtrace: warning: swapoff {} failed: {}; run `swapoff {}`",
-                        self.path.display(),
-                        io::Error::last_os_error(),
-                        self.path.display()
-                    );
-                    return;
-                }
-            }
+        if self.active
+            && let Ok(c) = CString::new(self.path.as_os_str().as_bytes())
+            // SAFETY: a valid path of a swapfile we activated.
+            && unsafe { libc::swapoff(c.as_ptr()) } != 0
+        {
+            eprintln!(
+                "vmtrace: warning: swapoff {} failed: {}; run `swapoff {}`",
+                self.path.display(),
+                io::Error::last_os_error(),
+                self.path.display()
+            );
+            return;
         }
         let _ = fs::remove_file(&self.path);
     }

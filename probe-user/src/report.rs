@@ -222,9 +222,13 @@ impl RunReport {
                 )
             });
             let swap = b.swap_bytes.map_or("none added".to_string(), human);
-            writeln!(o, "box: memory {mem}, swapfile {swap}")?;
+            for line in wrap(&format!("box: memory {mem}, swapfile {swap}"), 72) {
+                writeln!(o, "{line}")?;
+            }
         }
-        writeln!(o, "target: {}", self.target)?;
+        for line in wrap(&format!("target: {}", self.target), 72) {
+            writeln!(o, "{line}")?;
+        }
         writeln!(o)?;
 
         let e = &self.exit;

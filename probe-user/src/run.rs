@@ -23,6 +23,10 @@ use crate::{
     tracefs::TraceFs,
 };
 
+/// Environment variable naming a directory of tracefs `format` files to
+/// resolve fields from instead of the live tracefs (portability tests).
+pub const FORMATS_ENV: &str = "VMTRACE_TRACEFS_FORMATS";
+
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub command: Vec<OsString>,
@@ -54,7 +58,13 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let mut signals = rt.block_on(async { Signals::new() })?;
 
     let membox = MemBox::create(&opts.spec)?;
-    let (tracefs, _tracefs_mount) = TraceFs::live()?;
+    let (live, _tracefs_mount) = TraceFs::live()?;
+    // Layouts may be read from another tree (a copy with a tracepoint
+    // removed, in the tests); attaching always uses the live tracefs.
+    let tracefs = match std::env::var_os(FORMATS_ENV) {
+        Some(dir) => TraceFs::at(Path::new(&dir)),
+        None => live,
+    };
     let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
     let plan = probes::plan(&tracefs, btf, opts.fault_latency)?;
     let (target, target_text) = match membox.v2_cgroup() {

@@ -41,10 +41,10 @@ impl Format {
                 format.name = name.trim().to_string();
             } else if let Some(id) = line.strip_prefix("ID:") {
                 format.id = id.trim().parse().ok();
-            } else if line.starts_with("field:") {
-                if let Some((name, def)) = parse_field(line) {
-                    format.fields.insert(name, def);
-                }
+            } else if line.starts_with("field:")
+                && let Some((name, def)) = parse_field(line)
+            {
+                format.fields.insert(name, def);
             }
         }
         if format.fields.is_empty() {

@@ -6,8 +6,12 @@ pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        // Avoid the all-zero state, which xorshift never leaves.
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+        // splitmix64 spreads nearby seeds apart; `| 1` avoids the all-zero
+        // state, which xorshift never leaves.
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -21,7 +25,7 @@ impl Rng {
 
     /// Uniform enough in [0, n) for n > 0.
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as usize
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
 }
 

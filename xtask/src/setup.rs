@@ -1,0 +1,198 @@
+//! `cargo xtask setup`: installs what building and testing vmtrace needs
+//! and is missing, and nothing else. A second run is a one-line no-op.
+//!
+//! - the nightly toolchain's `rust-src` (the eBPF crate is built with
+//!   `-Z build-std=core` for bpfel-unknown-none);
+//! - `bpf-linker`, built against the nightly's own LLVM (no system LLVM
+//!   of the right version exists on Debian 12). Its RUNPATH points at a
+//!   directory of links to the nightly's libLLVM, kept under $CARGO_HOME,
+//!   so it runs outside `rustup run` too;
+//! - Debian packages the tests use (util-linux: mkswap, setpriv).
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context, Result, bail};
+
+use crate::util;
+
+/// The bpf-linker release that builds with the installed nightly (LLVM 22)
+/// and links aya-ebpf 0.2 objects.
+const BPF_LINKER_VERSION: &str = "0.13.0";
+
+/// Commands the tests need, and the Debian package that has each.
+const DEBIAN: &[(&str, &str)] = &[("mkswap", "util-linux"), ("setpriv", "util-linux")];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Say what was done, or that nothing was needed.
+    Report,
+    /// Say only what was done (used before build/run/test).
+    Quiet,
+}
+
+pub fn setup(verbosity: Verbosity) -> Result<()> {
+    let mut done = Vec::new();
+    if !nightly_installed() {
+        util::run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+        done.push("nightly toolchain");
+    }
+    if !rust_src_installed()? {
+        util::run(Command::new("rustup").args([
+            "component",
+            "add",
+            "rust-src",
+            "--toolchain",
+            "nightly",
+        ]))?;
+        done.push("nightly rust-src");
+    }
+    if bpf_linker_version().as_deref() != Some(BPF_LINKER_VERSION) {
+        install_bpf_linker()?;
+        done.push("bpf-linker");
+    }
+    let missing: Vec<&str> = DEBIAN
+        .iter()
+        .filter(|(cmd, _)| !util::on_path(cmd) && !Path::new("/usr/sbin").join(cmd).is_file())
+        .map(|&(_, pkg)| pkg)
+        .collect();
+    if !missing.is_empty() {
+        install_debian(&missing)?;
+        done.push("Debian packages");
+    }
+    if done.is_empty() {
+        if verbosity == Verbosity::Report {
+            println!(
+                "setup: nothing to do: nightly rust-src, bpf-linker {BPF_LINKER_VERSION} and the \
+                 test packages are installed"
+            );
+        }
+    } else {
+        println!("setup: installed {}", done.join(", "));
+    }
+    Ok(())
+}
+
+fn nightly_installed() -> bool {
+    util::output(Command::new("rustup").args(["toolchain", "list"]))
+        .is_ok_and(|list| list.lines().any(|l| l.starts_with("nightly")))
+}
+
+fn nightly_sysroot() -> Result<PathBuf> {
+    Ok(PathBuf::from(util::output(
+        Command::new("rustc").args(["+nightly", "--print", "sysroot"]),
+    )?))
+}
+
+fn rust_src_installed() -> Result<bool> {
+    Ok(nightly_sysroot()?
+        .join("lib/rustlib/src/rust/library/core/Cargo.toml")
+        .is_file())
+}
+
+/// The version `bpf-linker --version` prints, if it runs at all (a broken
+/// RUNPATH makes it fail to start).
+fn bpf_linker_version() -> Option<String> {
+    let out = Command::new("bpf-linker").arg("--version").output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .map(str::to_string)
+}
+
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cargo"),
+        PathBuf::from,
+    )
+}
+
+/// Builds bpf-linker against the nightly's libLLVM. LLVM_PREFIX must hold
+/// `lib/libLLVM.so`; the nightly ships only versioned names, so we make a
+/// prefix of links that also carries the soname the binary will ask for.
+fn install_bpf_linker() -> Result<()> {
+    let sysroot = nightly_sysroot()?;
+    let lib = sysroot.join("lib");
+    let llvm_major = util::output(Command::new("rustc").args(["+nightly", "-vV"]))?
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .and_then(|v| v.split('.').next().map(str::to_string))
+        .context("rustc +nightly -vV prints no LLVM version")?;
+    let prefix = cargo_home().join(format!("vmtrace-llvm-{llvm_major}"));
+    let prefix_lib = prefix.join("lib");
+    std::fs::create_dir_all(&prefix_lib)
+        .with_context(|| format!("creating {}", prefix_lib.display()))?;
+    let mut libllvm = None;
+    for entry in std::fs::read_dir(&lib).with_context(|| format!("reading {}", lib.display()))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("libLLVM") {
+            link(&entry.path(), &prefix_lib.join(&name))?;
+            libllvm = Some(entry.path());
+        }
+    }
+    let Some(libllvm) = libllvm else {
+        bail!("the nightly toolchain has no libLLVM in {}", lib.display());
+    };
+    link(&libllvm, &prefix_lib.join("libLLVM.so"))?;
+    let feature = format!("llvm-{llvm_major}");
+    util::run(
+        Command::new("cargo")
+            .args([
+                "install",
+                "bpf-linker",
+                "--version",
+                BPF_LINKER_VERSION,
+                "--force",
+            ])
+            .args(["--no-default-features", "--features", &feature])
+            .env("LLVM_PREFIX", &prefix),
+    )?;
+    if bpf_linker_version().as_deref() != Some(BPF_LINKER_VERSION) {
+        bail!(
+            "bpf-linker was installed but does not run from PATH; add {} to PATH",
+            cargo_home().join("bin").display()
+        );
+    }
+    Ok(())
+}
+
+fn link(target: &Path, at: &Path) -> Result<()> {
+    let _ = std::fs::remove_file(at);
+    std::os::unix::fs::symlink(target, at)
+        .with_context(|| format!("linking {} -> {}", at.display(), target.display()))
+}
+
+fn install_debian(packages: &[&str]) -> Result<()> {
+    if !util::is_root() {
+        bail!(
+            "missing Debian packages: {}; install them with `sudo apt-get install {}`",
+            packages.join(" "),
+            packages.join(" ")
+        );
+    }
+    let install = || {
+        util::run(
+            Command::new("apt-get")
+                .args(["install", "-y", "--no-install-recommends"])
+                .args(packages)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )
+    };
+    if install().is_err() {
+        util::run(Command::new("apt-get").arg("update"))?;
+        install()?;
+    }
+    Ok(())
+}
