@@ -52,6 +52,20 @@ sudo vmtrace run --fault-latency -- ./my-benchmark\n  \
 sudo vmtrace run --json -- make -j4 > report.json"
     )]
     Run(RunArgs),
+    /// List every metric, the kernel hooks behind it, and whether this
+    /// kernel has them
+    #[command(
+        long_about = "Lists every metric vmtrace can measure, the tracepoints and \
+perf events behind it, and whether the running kernel offers them (resolving \
+tracepoint fields from tracefs exactly as `run` does). A metric shown as UNAVAILABLE \
+says why; `run` skips it with a notice and measures the rest. Needs root to read \
+tracefs."
+    )]
+    Probes {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -106,6 +120,21 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 print!("{}", outcome.report.to_text());
             }
             Ok(outcome.exit_code)
+        }
+        Commands::Probes { json } => {
+            let listed = crate::run::probe_listing()?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&listed).unwrap_or_default()
+                );
+            } else {
+                print!(
+                    "{}",
+                    crate::report::probes_text(&crate::run::kernel_release(), &listed)
+                );
+            }
+            Ok(0)
         }
     }
 }

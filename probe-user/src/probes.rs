@@ -35,7 +35,14 @@ impl Hook {
         match self {
             Hook::Tracepoint { system, event } => format!("tracepoint {system}:{event}"),
             Hook::BtfTracepoint { event } => format!("BTF tracepoint {event}"),
-            Hook::PerfSoftware(ev) => format!("perf software event {ev:?}"),
+            Hook::PerfSoftware(ev) => {
+                let name = match ev {
+                    SoftwareEvent::PageFaultsMaj => "PAGE_FAULTS_MAJ",
+                    SoftwareEvent::PageFaultsMin => "PAGE_FAULTS_MIN",
+                    _ => "other",
+                };
+                format!("perf software event {name}")
+            }
         }
     }
 }
@@ -257,6 +264,43 @@ pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Resu
         plan.enabled.push(metric.id);
     }
     Ok(plan)
+}
+
+/// One metric as `vmtrace probes` lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Listed {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// The hooks behind it, e.g. `tracepoint vmscan:mm_vmscan_direct_reclaim_end`.
+    pub hooks: Vec<String>,
+    /// Only with `--fault-latency`.
+    pub opt_in: bool,
+    pub available: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+}
+
+/// Every metric of the catalogue and whether this kernel can run it.
+pub fn listing(tracefs: &TraceFs, btf_available: bool) -> Result<Vec<Listed>> {
+    let plan = plan(tracefs, btf_available, true)?;
+    Ok(CATALOGUE
+        .iter()
+        .map(|m| {
+            let reason = plan
+                .unavailable
+                .iter()
+                .find(|(id, _)| *id == m.id)
+                .map(|(_, r)| r.clone());
+            Listed {
+                id: m.id,
+                title: m.title,
+                hooks: m.programs.iter().map(|p| p.hook.describe()).collect(),
+                opt_in: m.fault_latency_only,
+                available: reason.is_none(),
+                reason,
+            }
+        })
+        .collect())
 }
 
 /// The loaded and attached programs. Links are owned by file descriptors

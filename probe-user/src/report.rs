@@ -389,6 +389,36 @@ impl RunReport {
     }
 }
 
+/// `vmtrace probes` as text: one block per metric, 72 columns.
+pub fn probes_text(kernel_release: &str, listed: &[crate::probes::Listed]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "vmtrace probes on Linux {kernel_release}");
+    for m in listed {
+        let status = match (&m.reason, m.opt_in) {
+            (Some(_), _) => "UNAVAILABLE",
+            (None, true) => "available (--fault-latency)",
+            (None, false) => "available",
+        };
+        let head = format!("{} ({})", m.id, m.title);
+        let _ = writeln!(o);
+        if head.len() + 1 + status.len() <= 72 {
+            let _ = writeln!(o, "{head:<width$} {status}", width = 71 - status.len());
+        } else {
+            let _ = writeln!(o, "{head}");
+            let _ = writeln!(o, "{status:>72}");
+        }
+        for h in &m.hooks {
+            let _ = writeln!(o, "  {h}");
+        }
+        if let Some(r) = &m.reason {
+            for line in wrap(&format!("  why: {r}"), 72) {
+                let _ = writeln!(o, "{line}");
+            }
+        }
+    }
+    o
+}
+
 /// Count, quantiles and a bar per power of two (merging the kernel's 16
 /// sub-buckets), bpftrace-style but at most 72 columns.
 fn write_hist(o: &mut String, s: &Summary) -> std::fmt::Result {
@@ -607,6 +637,33 @@ mod tests {
         assert_eq!(json["faults"]["major_all"], 500);
         assert_eq!(json["lru_shrink_inactive"][0]["nr_scanned"], 320);
         assert!(json["direct_reclaim"].is_null());
+    }
+
+    #[test]
+    fn probes_listing_fits_and_says_why() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/kernel-formats/6.1.0-57-amd64");
+        let tracefs = crate::tracefs::TraceFs::at(&dir);
+        let listed = crate::probes::listing(&tracefs, false).expect("listing");
+        let text = probes_text("6.1.0-57-amd64", &listed);
+        for line in text.lines() {
+            assert!(line.is_ascii() && line.len() <= 72, "{line}");
+        }
+        assert!(
+            text.contains("fault_latency (page fault latency)"),
+            "{text}"
+        );
+        assert!(text.contains("UNAVAILABLE"), "{text}");
+        assert!(text.contains("why: kernel BTF"), "{text}");
+        assert!(text.contains("tracepoint vmscan:mm_vmscan_lru_shrink_inactive"));
+        let fl = listed.iter().find(|m| m.id == "fault_latency").expect("fl");
+        assert!(!fl.available && fl.opt_in);
+        assert!(
+            listed
+                .iter()
+                .filter(|m| m.id != "fault_latency")
+                .all(|m| m.available)
+        );
     }
 
     #[test]

@@ -313,7 +313,18 @@ fn decode_status(status: i32) -> (Option<i32>, Option<i32>) {
     }
 }
 
-fn kernel_release() -> String {
+/// `vmtrace probes`: the catalogue against the live kernel.
+pub fn probe_listing() -> Result<Vec<probes::Listed>> {
+    privilege::require()?;
+    let (live, _mount) = TraceFs::live()?;
+    let tracefs = match std::env::var_os(FORMATS_ENV) {
+        Some(dir) => TraceFs::at(Path::new(&dir)),
+        None => live,
+    };
+    probes::listing(&tracefs, Path::new("/sys/kernel/btf/vmlinux").exists())
+}
+
+pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())

@@ -493,3 +493,54 @@ fn fault_latency_counts_match_rusage() {
     );
     assert!(r["faults"]["minor_latency"]["p50_ns"].as_u64().unwrap_or(0) > 0);
 }
+
+/// `vmtrace probes` agrees with the live tracefs: a tracepoint it calls
+/// available has a format file there, and vice versa.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn probes_listing_matches_live_tracefs() {
+    let _g = guard();
+    let out = vmtrace(&["probes", "--json"])
+        .output()
+        .expect("run vmtrace");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let listed = listed.as_array().expect("array");
+    assert!(listed.len() >= 5);
+    // Read tracefs ourselves (mounting it for the check if needed).
+    let events = Path::new("/sys/kernel/tracing/events");
+    let mounted_here = !events.join("vmscan").is_dir();
+    if mounted_here {
+        assert!(
+            Command::new("mount")
+                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+                .status()
+                .expect("mount")
+                .success()
+        );
+    }
+    for m in listed {
+        let mut all_present = true;
+        for hook in m["hooks"].as_array().expect("hooks") {
+            let hook = hook.as_str().expect("str");
+            if let Some(tp) = hook.strip_prefix("tracepoint ") {
+                let (system, event) = tp.split_once(':').expect("system:event");
+                all_present &= events.join(system).join(event).join("format").is_file();
+            }
+        }
+        let available = m["available"].as_bool().expect("bool");
+        if !all_present {
+            assert!(!available, "{m:#}");
+        }
+        if all_present && m["id"] != "fault_latency" {
+            assert!(available, "{m:#}");
+        }
+    }
+    if mounted_here {
+        let _ = Command::new("umount").arg("/sys/kernel/tracing").status();
+    }
+}
