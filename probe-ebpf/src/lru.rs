@@ -1,6 +1,7 @@
-//! LRU shrinking: `mm_vmscan_lru_shrink_inactive` totals (pages scanned and
-//! reclaimed) per node and per reclaim context, for every task. These are
-//! the numbers /proc/vmstat's pgscan/pgsteal count, split where vmstat
+//! LRU shrinking: `mm_vmscan_lru_shrink_inactive` and `..._active` totals
+//! per node, reclaim context and LRU type (anon/file), for every task, and
+//! the distribution of reclaim priorities. The inactive scanned/reclaimed
+//! totals are what /proc/vmstat's pgscan/pgsteal count, split where vmstat
 //! cannot split them.
 
 use aya_ebpf::{
@@ -9,38 +10,96 @@ use aya_ebpf::{
     maps::PerCpuArray,
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, LruShrinkInactive, MAX_NODES, ReclaimContext, lru_cell};
+use vmtrace_common::{
+    Counter, Field, LRU_CELLS, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, PRIORITIES,
+    RECLAIM_WB_FILE, ReclaimContext, lru_cell, priority_cell,
+};
 
 use crate::{
     reclaim::RECLAIM_START,
     shared::{count, current_tid, fields, tracepoint_field},
 };
 
-/// Totals per (node, context); see [`lru_cell`].
+/// Inactive-list shrink totals per (node, context, type); see [`lru_cell`].
 #[map]
 static LRU_SHRINK_INACTIVE: PerCpuArray<LruShrinkInactive> =
-    PerCpuArray::with_max_entries(MAX_NODES * ReclaimContext::COUNT, 0);
+    PerCpuArray::with_max_entries(LRU_CELLS, 0);
+
+/// Active-list shrink totals, same cells.
+#[map]
+static LRU_SHRINK_ACTIVE: PerCpuArray<LruShrinkActive> =
+    PerCpuArray::with_max_entries(LRU_CELLS, 0);
+
+/// Inactive shrinks per (context, priority); see [`priority_cell`].
+#[map]
+static RECLAIM_PRIORITY: PerCpuArray<u64> =
+    PerCpuArray::with_max_entries(ReclaimContext::COUNT * PRIORITIES, 0);
 
 #[tracepoint]
 pub fn lru_shrink_inactive(ctx: TracePointContext) -> u32 {
     let f = fields();
-    let nid = tracepoint_field(&ctx, f.lru_shrink_inactive_nid) as u32;
+    let rd = |field: Field| tracepoint_field(&ctx, field);
+    let nid = rd(f.lru_shrink_inactive_nid) as u32;
     if nid >= MAX_NODES {
         count(Counter::NodeOutOfRange, 1);
         return 0;
     }
-    let Some(cell) = LRU_SHRINK_INACTIVE.get_ptr_mut(lru_cell(nid, context())) else {
-        return 0;
-    };
-    let scanned = tracepoint_field(&ctx, f.lru_shrink_inactive_nr_scanned);
-    let reclaimed = tracepoint_field(&ctx, f.lru_shrink_inactive_nr_reclaimed);
-    // SAFETY: this CPU's cell of a live per-CPU map.
-    unsafe {
-        (*cell).events += 1;
-        (*cell).nr_scanned += scanned;
-        (*cell).nr_reclaimed += reclaimed;
+    let context = context();
+    let lru = lru_type(rd(f.lru_shrink_inactive_reclaim_flags));
+    if let Some(cell) = LRU_SHRINK_INACTIVE.get_ptr_mut(lru_cell(nid, context, lru)) {
+        // SAFETY: this CPU's cell of a live per-CPU map.
+        let c = unsafe { &mut *cell };
+        c.events += 1;
+        c.nr_scanned += rd(f.lru_shrink_inactive_nr_scanned);
+        c.nr_reclaimed += rd(f.lru_shrink_inactive_nr_reclaimed);
+        c.nr_dirty += rd(f.lru_shrink_inactive_nr_dirty);
+        c.nr_writeback += rd(f.lru_shrink_inactive_nr_writeback);
+        c.nr_congested += rd(f.lru_shrink_inactive_nr_congested);
+        c.nr_immediate += rd(f.lru_shrink_inactive_nr_immediate);
+        c.nr_activate_anon += rd(f.lru_shrink_inactive_nr_activate0);
+        c.nr_activate_file += rd(f.lru_shrink_inactive_nr_activate1);
+        c.nr_ref_keep += rd(f.lru_shrink_inactive_nr_ref_keep);
+        c.nr_unmap_fail += rd(f.lru_shrink_inactive_nr_unmap_fail);
+    }
+    let priority = rd(f.lru_shrink_inactive_priority) as u32;
+    if priority < PRIORITIES
+        && let Some(cell) = RECLAIM_PRIORITY.get_ptr_mut(priority_cell(context, priority))
+    {
+        // SAFETY: as above.
+        unsafe { *cell += 1 };
     }
     0
+}
+
+#[tracepoint]
+pub fn lru_shrink_active(ctx: TracePointContext) -> u32 {
+    let f = fields();
+    let rd = |field: Field| tracepoint_field(&ctx, field);
+    let nid = rd(f.lru_shrink_active_nid) as u32;
+    if nid >= MAX_NODES {
+        count(Counter::NodeOutOfRange, 1);
+        return 0;
+    }
+    let lru = lru_type(rd(f.lru_shrink_active_reclaim_flags));
+    if let Some(cell) = LRU_SHRINK_ACTIVE.get_ptr_mut(lru_cell(nid, context(), lru)) {
+        // SAFETY: this CPU's cell of a live per-CPU map.
+        let c = unsafe { &mut *cell };
+        c.events += 1;
+        c.nr_taken += rd(f.lru_shrink_active_nr_taken);
+        c.nr_active += rd(f.lru_shrink_active_nr_active);
+        c.nr_deactivated += rd(f.lru_shrink_active_nr_deactivated);
+        c.nr_referenced += rd(f.lru_shrink_active_nr_referenced);
+    }
+    0
+}
+
+#[inline(always)]
+fn lru_type(reclaim_flags: u64) -> LruType {
+    if reclaim_flags & RECLAIM_WB_FILE != 0 {
+        LruType::File
+    } else {
+        LruType::Anon
+    }
 }
 
 /// Whose reclaim this shrink is part of.

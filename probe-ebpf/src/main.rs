@@ -4,7 +4,10 @@
 //!
 //! One module per signal family, each owning its programs and maps:
 //! - `reclaim`: direct and memcg reclaim stalls (begin/end pairs per task);
-//! - `lru`: `mm_vmscan_lru_shrink_inactive` totals per node and context;
+//! - `lru`: `mm_vmscan_lru_shrink_{inactive,active}` totals per node,
+//!   context and LRU type, and reclaim priorities;
+//! - `swap`: swap-out (`mm_vmscan_write_folio` of anon folios);
+//! - `oom`: OOM victims (`oom:mark_victim`);
 //! - `fault`: major-fault counts and, behind an option, fault latency.
 //!
 //! Field offsets of classic tracepoints are not compiled in: userspace reads
@@ -15,8 +18,10 @@
 
 mod fault;
 mod lru;
+mod oom;
 mod reclaim;
 mod shared;
+mod swap;
 
 #[cfg(not(test))]
 #[panic_handler]

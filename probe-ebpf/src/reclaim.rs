@@ -5,16 +5,33 @@
 //! `RECLAIM_START`; `..._end` takes the stamp out and folds the stall into
 //! the context's histogram. The stamp also tells `lru` whose reclaim a
 //! shrink belongs to, so it is kept for every task, target or not.
+//!
+//! Also here: the allocation orders that sent target tasks into reclaim
+//! (`RECLAIM_ORDER`) and, per process, the total time stalled
+//! (`RECLAIM_STALLERS`: every process, flagged when in the target).
 
 use aya_ebpf::{
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
     macros::{map, tracepoint},
-    maps::HashMap,
+    maps::{HashMap, LruHashMap, PerCpuArray},
     programs::TracePointContext,
 };
 use aya_log_ebpf::warn;
-use vmtrace_common::{Counter, Field, Hist, MAX_TASKS_IN_RECLAIM, ReclaimContext, ReclaimStart};
+use vmtrace_common::{
+    Counter, Field, Hist, MAX_STALLERS, MAX_TASKS_IN_RECLAIM, ORDERS, ReclaimContext, ReclaimStart,
+    Staller, order_cell,
+};
 
 use crate::shared::{count, current_tid, fields, in_target, now_ns, record, tracepoint_field};
+
+/// Reclaims of target tasks per (context, allocation order).
+#[map]
+static RECLAIM_ORDER: PerCpuArray<u64> =
+    PerCpuArray::with_max_entries(ReclaimContext::COUNT * ORDERS, 0);
+
+/// Stall totals per process (tgid).
+#[map]
+static RECLAIM_STALLERS: LruHashMap<u32, Staller> = LruHashMap::with_max_entries(MAX_STALLERS, 0);
 
 /// Tasks inside a direct or memcg reclaim, by thread id.
 #[map]
@@ -23,7 +40,8 @@ pub static RECLAIM_START: HashMap<u32, ReclaimStart> =
 
 #[tracepoint]
 pub fn direct_reclaim_begin(ctx: TracePointContext) -> u32 {
-    begin(&ctx, ReclaimContext::Direct);
+    let order = fields().direct_reclaim_begin_order;
+    begin(&ctx, ReclaimContext::Direct, order);
     0
 }
 
@@ -36,7 +54,8 @@ pub fn direct_reclaim_end(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn memcg_reclaim_begin(ctx: TracePointContext) -> u32 {
-    begin(&ctx, ReclaimContext::Memcg);
+    let order = fields().memcg_reclaim_begin_order;
+    begin(&ctx, ReclaimContext::Memcg, order);
     0
 }
 
@@ -48,12 +67,20 @@ pub fn memcg_reclaim_end(ctx: TracePointContext) -> u32 {
 }
 
 #[inline(always)]
-fn begin(ctx: &TracePointContext, context: ReclaimContext) {
+fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
     let tid = current_tid();
+    let target = in_target();
+    if target {
+        let order = tracepoint_field(ctx, order) as u32;
+        if let Some(cell) = RECLAIM_ORDER.get_ptr_mut(order_cell(context, order)) {
+            // SAFETY: this CPU's cell of a live per-CPU map.
+            unsafe { *cell += 1 };
+        }
+    }
     let start = ReclaimStart {
         start_ns: now_ns(),
         context: context as u32,
-        target: in_target() as u32,
+        target: target as u32,
     };
     if RECLAIM_START.insert(&tid, &start, 0).is_err() {
         count(Counter::ReclaimStartDropped, 1);
@@ -74,10 +101,11 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     // SAFETY: the entry is this task's own; only this task removes it.
     let start = unsafe { *start };
     let _ = RECLAIM_START.remove(&tid);
+    let stall = now_ns().saturating_sub(start.start_ns);
+    add_stall(&start, stall);
     if start.target == 0 {
         return;
     }
-    let stall = now_ns().saturating_sub(start.start_ns);
     let pages = tracepoint_field(ctx, nr_reclaimed);
     if start.context == ReclaimContext::Memcg as u32 {
         record(Hist::MemcgReclaim, stall);
@@ -88,4 +116,37 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
         count(Counter::DirectReclaims, 1);
         count(Counter::DirectReclaimPages, pages);
     }
+}
+
+/// Adds one stall to the current process's totals.
+#[inline(always)]
+fn add_stall(start: &ReclaimStart, stall: u64) {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let memcg = start.context == ReclaimContext::Memcg as u32;
+    if let Some(s) = RECLAIM_STALLERS.get_ptr_mut(&tgid) {
+        // SAFETY: a live entry; a racing update from another thread of the
+        // process can lose one addition, which a report can afford.
+        let s = unsafe { &mut *s };
+        if memcg {
+            s.memcg_ns += stall;
+            s.memcg_count += 1;
+        } else {
+            s.direct_ns += stall;
+            s.direct_count += 1;
+        }
+        return;
+    }
+    let mut s = Staller {
+        comm: bpf_get_current_comm().unwrap_or([0; 16]),
+        target: start.target,
+        ..Staller::default()
+    };
+    if memcg {
+        s.memcg_ns = stall;
+        s.memcg_count = 1;
+    } else {
+        s.direct_ns = stall;
+        s.direct_count = 1;
+    }
+    let _ = RECLAIM_STALLERS.insert(&tgid, &s, 0);
 }

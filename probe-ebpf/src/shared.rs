@@ -2,7 +2,7 @@
 //! histograms, the scalar counters, the target filter and field reads.
 
 use aya_ebpf::{
-    helpers::generated::bpf_get_current_cgroup_id, macros::map, maps::PerCpuArray,
+    EbpfContext, helpers::generated::bpf_get_current_cgroup_id, macros::map, maps::PerCpuArray,
     programs::TracePointContext,
 };
 use vmtrace_common::{Counter, Field, Fields, Hist, Target, hist};
@@ -17,13 +17,7 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Counter::COUNT
 
 /// Field offsets of the running kernel's tracepoints (written by userspace).
 #[unsafe(no_mangle)]
-static FIELDS: Fields = Fields {
-    direct_reclaim_end_nr_reclaimed: Field::ABSENT,
-    memcg_reclaim_end_nr_reclaimed: Field::ABSENT,
-    lru_shrink_inactive_nid: Field::ABSENT,
-    lru_shrink_inactive_nr_scanned: Field::ABSENT,
-    lru_shrink_inactive_nr_reclaimed: Field::ABSENT,
-};
+static FIELDS: Fields = Fields::ABSENT;
 
 /// Which tasks are the target (written by userspace).
 #[unsafe(no_mangle)]
@@ -61,6 +55,23 @@ pub fn record(h: Hist, value: u64) {
         if let Some(bucket) = counts.get_mut(hist::bucket_of(value)) {
             *bucket += 1;
         }
+    }
+}
+
+/// Reads a `__data_loc char[]` string field (low 16 bits of the u32 are
+/// its offset in the record) into `dst`; empty when absent.
+#[inline(always)]
+pub fn tracepoint_str(ctx: &TracePointContext, field: Field, dst: &mut [u8; 16]) {
+    if field.size != 4 {
+        return;
+    }
+    // SAFETY: as in `tracepoint_field`; the string read is bounded by dst.
+    unsafe {
+        let Ok(loc) = ctx.read_at::<u32>(field.offset as usize) else {
+            return;
+        };
+        let src = (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize);
+        let _ = aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes(src, dst);
     }
 }
 

@@ -5,29 +5,40 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, anyhow};
-use aya::maps::PerCpuArray;
+use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
-    Counter, Hist, LruShrinkInactive, MAX_NODES, ReclaimContext, hist::Buckets, lru_cell, names,
+    Counter, Hist, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, ORDERS, PRIORITIES,
+    ReclaimContext, Staller, hist::Buckets, lru_cell, names, order_cell, priority_cell,
 };
 
 use crate::probes::Probes;
 
 /// Everything the eBPF maps hold, summed over CPUs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct KernelTotals {
     /// Bucket counts per [`Hist`], indexed by `Hist as usize`.
     pub hists: Vec<Vec<u64>>,
     /// Per [`Counter`], indexed by `Counter as usize`.
     pub counters: Vec<u64>,
-    /// Non-empty (node, context) cells of the LRU table.
-    pub lru: Vec<LruRow>,
+    /// Non-empty (node, context, type) cells of the inactive LRU table.
+    pub lru: Vec<LruRow<LruShrinkInactive>>,
+    /// Non-empty cells of the active LRU table.
+    pub lru_active: Vec<LruRow<LruShrinkActive>>,
+    /// Inactive shrinks per priority (index 0..=12), per context.
+    pub priority: Vec<(ReclaimContext, Vec<u64>)>,
+    /// Target reclaims per allocation order (last cell: that order and
+    /// above), per context; only contexts with any.
+    pub order: Vec<(ReclaimContext, Vec<u64>)>,
+    /// Per process: stall totals (tgid, record).
+    pub stallers: Vec<(u32, Staller)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LruRow {
+pub struct LruRow<T> {
     pub node: u32,
     pub context: ReclaimContext,
-    pub totals: LruShrinkInactive,
+    pub lru: LruType,
+    pub totals: T,
 }
 
 impl KernelTotals {
@@ -51,10 +62,15 @@ fn per_cpu_array<'a, V: aya::Pod>(
     PerCpuArray::try_from(map).with_context(|| format!("map {name}"))
 }
 
+/// Sums a per-CPU cell of u64 counters.
+fn sum_u64(map: &PerCpuArray<&aya::maps::MapData, u64>, idx: u32) -> Result<u64> {
+    Ok(map.get(&idx, 0)?.iter().sum())
+}
+
 /// Reads every map. Cheap enough to call once per progress interval.
 pub fn read(probes: &Probes) -> Result<KernelTotals> {
     let hist_map = per_cpu_array::<Buckets>(probes, names::HISTOGRAMS)?;
-    let mut hists = Vec::new();
+    let mut t = KernelTotals::default();
     for h in Hist::ALL {
         let per_cpu = hist_map.get(&(h as u32), 0)?;
         let mut sum = vec![0u64; vmtrace_common::hist::BUCKETS];
@@ -63,39 +79,87 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
                 *s += c;
             }
         }
-        hists.push(sum);
+        t.hists.push(sum);
     }
 
     let counter_map = per_cpu_array::<u64>(probes, names::COUNTERS)?;
-    let mut counters = Vec::new();
     for i in 0..Counter::COUNT {
-        counters.push(counter_map.get(&i, 0)?.iter().sum());
+        t.counters.push(sum_u64(&counter_map, i)?);
     }
 
-    let lru_map = per_cpu_array::<LruShrinkInactive>(probes, names::LRU_SHRINK_INACTIVE)?;
-    let mut lru = Vec::new();
+    let inactive = per_cpu_array::<LruShrinkInactive>(probes, names::LRU_SHRINK_INACTIVE)?;
+    let active = per_cpu_array::<LruShrinkActive>(probes, names::LRU_SHRINK_ACTIVE)?;
     for node in 0..online_node_limit() {
         for context in ReclaimContext::ALL {
-            let mut totals = LruShrinkInactive::default();
-            for cell in lru_map.get(&lru_cell(node, context), 0)?.iter() {
-                totals.events += cell.events;
-                totals.nr_scanned += cell.nr_scanned;
-                totals.nr_reclaimed += cell.nr_reclaimed;
-            }
-            if totals.events > 0 {
-                lru.push(LruRow {
-                    node,
-                    context,
-                    totals,
-                });
+            for lru in LruType::ALL {
+                let cell = lru_cell(node, context, lru);
+                let mut sum = LruShrinkInactive::default();
+                for c in inactive.get(&cell, 0)?.iter() {
+                    sum.events += c.events;
+                    sum.nr_scanned += c.nr_scanned;
+                    sum.nr_reclaimed += c.nr_reclaimed;
+                    sum.nr_dirty += c.nr_dirty;
+                    sum.nr_writeback += c.nr_writeback;
+                    sum.nr_congested += c.nr_congested;
+                    sum.nr_immediate += c.nr_immediate;
+                    sum.nr_activate_anon += c.nr_activate_anon;
+                    sum.nr_activate_file += c.nr_activate_file;
+                    sum.nr_ref_keep += c.nr_ref_keep;
+                    sum.nr_unmap_fail += c.nr_unmap_fail;
+                }
+                if sum.events > 0 {
+                    t.lru.push(LruRow {
+                        node,
+                        context,
+                        lru,
+                        totals: sum,
+                    });
+                }
+                let mut sum = LruShrinkActive::default();
+                for c in active.get(&cell, 0)?.iter() {
+                    sum.events += c.events;
+                    sum.nr_taken += c.nr_taken;
+                    sum.nr_active += c.nr_active;
+                    sum.nr_deactivated += c.nr_deactivated;
+                    sum.nr_referenced += c.nr_referenced;
+                }
+                if sum.events > 0 {
+                    t.lru_active.push(LruRow {
+                        node,
+                        context,
+                        lru,
+                        totals: sum,
+                    });
+                }
             }
         }
     }
-    Ok(KernelTotals {
-        hists,
-        counters,
-        lru,
-    })
+
+    let priority = per_cpu_array::<u64>(probes, names::RECLAIM_PRIORITY)?;
+    let order = per_cpu_array::<u64>(probes, names::RECLAIM_ORDER)?;
+    for context in ReclaimContext::ALL {
+        let p = (0..PRIORITIES)
+            .map(|i| sum_u64(&priority, priority_cell(context, i)))
+            .collect::<Result<Vec<u64>>>()?;
+        if p.iter().any(|&n| n > 0) {
+            t.priority.push((context, p));
+        }
+        let o = (0..ORDERS)
+            .map(|i| sum_u64(&order, order_cell(context, i)))
+            .collect::<Result<Vec<u64>>>()?;
+        if o.iter().any(|&n| n > 0) {
+            t.order.push((context, o));
+        }
+    }
+
+    let stallers = probes
+        .ebpf
+        .map(names::RECLAIM_STALLERS)
+        .ok_or_else(|| anyhow!("map {} is not in the eBPF object", names::RECLAIM_STALLERS))?;
+    let stallers: AyaHashMap<_, u32, Staller> = AyaHashMap::try_from(stallers)?;
+    // An entry evicted between listing and lookup is skipped.
+    t.stallers.extend(stallers.iter().flatten());
+    Ok(t)
 }
 
 /// Number of node ids worth reading: highest possible node + 1, capped.

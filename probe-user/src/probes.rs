@@ -6,23 +6,26 @@
 use anyhow::{Context, Result, anyhow};
 use aya::{
     Btf, Ebpf, EbpfLoader,
+    maps::{MapData, RingBuf},
     programs::{
         BtfTracePoint, PerfEvent, TracePoint,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
     },
     util::online_cpus,
 };
-use vmtrace_common::{Field, Fields, Target, names};
+use vmtrace_common::{Field, Fields, OomVictim, Target, names};
 
 use crate::tracefs::TraceFs;
 
 /// How a program is hooked into the kernel.
 #[derive(Clone, Copy, Debug)]
 pub enum Hook {
-    /// A classic tracepoint; its fields come from tracefs `format`.
+    /// A classic tracepoint; its fields come from tracefs `format`. The
+    /// first of `events` this kernel has is used (later names are older
+    /// kernels' names for the same event).
     Tracepoint {
         system: &'static str,
-        event: &'static str,
+        events: &'static [&'static str],
     },
     /// A BTF tracepoint (typed arguments, no perf buffer copy).
     BtfTracepoint { event: &'static str },
@@ -33,7 +36,9 @@ pub enum Hook {
 impl Hook {
     pub fn describe(&self) -> String {
         match self {
-            Hook::Tracepoint { system, event } => format!("tracepoint {system}:{event}"),
+            Hook::Tracepoint { system, events } => {
+                format!("tracepoint {system}:{}", events.join("|"))
+            }
             Hook::BtfTracepoint { event } => format!("BTF tracepoint {event}"),
             Hook::PerfSoftware(ev) => {
                 let name = match ev {
@@ -51,6 +56,9 @@ impl Hook {
 pub struct FieldUse {
     pub name: &'static str,
     pub slot: fn(&mut Fields) -> &mut Field,
+    /// Without it the metric means nothing; an optional field that is
+    /// missing reads as 0, with a notice.
+    pub required: bool,
 }
 
 /// One eBPF program of `probe-ebpf`.
@@ -71,11 +79,38 @@ pub struct Metric {
     pub programs: &'static [Program],
 }
 
-macro_rules! field {
+/// A required field: `req!("nid", lru_shrink_inactive_nid)`.
+macro_rules! req {
     ($name:literal, $slot:ident) => {
         FieldUse {
             name: $name,
             slot: |f: &mut Fields| &mut f.$slot,
+            required: true,
+        }
+    };
+}
+
+/// An optional field (reads 0 where the kernel lacks it).
+macro_rules! opt {
+    ($name:literal, $slot:ident) => {
+        FieldUse {
+            name: $name,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: false,
+        }
+    };
+}
+
+/// A classic tracepoint program.
+macro_rules! tp {
+    ($prog:literal, $system:literal : $($event:literal)|+, [$($field:expr),* $(,)?]) => {
+        Program {
+            name: $prog,
+            hook: Hook::Tracepoint {
+                system: $system,
+                events: &[$($event),+],
+            },
+            fields: &[$($field),*],
         }
     };
 }
@@ -87,22 +122,10 @@ pub const CATALOGUE: &[Metric] = &[
         title: "direct reclaim stalls",
         fault_latency_only: false,
         programs: &[
-            Program {
-                name: "direct_reclaim_begin",
-                hook: Hook::Tracepoint {
-                    system: "vmscan",
-                    event: "mm_vmscan_direct_reclaim_begin",
-                },
-                fields: &[],
-            },
-            Program {
-                name: "direct_reclaim_end",
-                hook: Hook::Tracepoint {
-                    system: "vmscan",
-                    event: "mm_vmscan_direct_reclaim_end",
-                },
-                fields: &[field!("nr_reclaimed", direct_reclaim_end_nr_reclaimed)],
-            },
+            tp!("direct_reclaim_begin", "vmscan": "mm_vmscan_direct_reclaim_begin",
+                [opt!("order", direct_reclaim_begin_order)]),
+            tp!("direct_reclaim_end", "vmscan": "mm_vmscan_direct_reclaim_end",
+                [req!("nr_reclaimed", direct_reclaim_end_nr_reclaimed)]),
         ],
     },
     Metric {
@@ -110,40 +133,71 @@ pub const CATALOGUE: &[Metric] = &[
         title: "memcg reclaim stalls",
         fault_latency_only: false,
         programs: &[
-            Program {
-                name: "memcg_reclaim_begin",
-                hook: Hook::Tracepoint {
-                    system: "vmscan",
-                    event: "mm_vmscan_memcg_reclaim_begin",
-                },
-                fields: &[],
-            },
-            Program {
-                name: "memcg_reclaim_end",
-                hook: Hook::Tracepoint {
-                    system: "vmscan",
-                    event: "mm_vmscan_memcg_reclaim_end",
-                },
-                fields: &[field!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)],
-            },
+            tp!("memcg_reclaim_begin", "vmscan": "mm_vmscan_memcg_reclaim_begin",
+                [opt!("order", memcg_reclaim_begin_order)]),
+            tp!("memcg_reclaim_end", "vmscan": "mm_vmscan_memcg_reclaim_end",
+                [req!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)]),
         ],
     },
     Metric {
         id: "lru_shrink_inactive",
-        title: "LRU scanned/reclaimed per node",
+        title: "inactive LRU scanned/reclaimed",
         fault_latency_only: false,
-        programs: &[Program {
-            name: "lru_shrink_inactive",
-            hook: Hook::Tracepoint {
-                system: "vmscan",
-                event: "mm_vmscan_lru_shrink_inactive",
-            },
-            fields: &[
-                field!("nid", lru_shrink_inactive_nid),
-                field!("nr_scanned", lru_shrink_inactive_nr_scanned),
-                field!("nr_reclaimed", lru_shrink_inactive_nr_reclaimed),
-            ],
-        }],
+        programs: &[
+            tp!("lru_shrink_inactive", "vmscan": "mm_vmscan_lru_shrink_inactive", [
+                req!("nid", lru_shrink_inactive_nid),
+                req!("nr_scanned", lru_shrink_inactive_nr_scanned),
+                req!("nr_reclaimed", lru_shrink_inactive_nr_reclaimed),
+                opt!("nr_dirty", lru_shrink_inactive_nr_dirty),
+                opt!("nr_writeback", lru_shrink_inactive_nr_writeback),
+                opt!("nr_congested", lru_shrink_inactive_nr_congested),
+                opt!("nr_immediate", lru_shrink_inactive_nr_immediate),
+                opt!("nr_activate0", lru_shrink_inactive_nr_activate0),
+                opt!("nr_activate1", lru_shrink_inactive_nr_activate1),
+                opt!("nr_ref_keep", lru_shrink_inactive_nr_ref_keep),
+                opt!("nr_unmap_fail", lru_shrink_inactive_nr_unmap_fail),
+                opt!("priority", lru_shrink_inactive_priority),
+                opt!("reclaim_flags", lru_shrink_inactive_reclaim_flags),
+            ]),
+        ],
+    },
+    Metric {
+        id: "lru_shrink_active",
+        title: "active LRU deactivation",
+        fault_latency_only: false,
+        programs: &[
+            tp!("lru_shrink_active", "vmscan": "mm_vmscan_lru_shrink_active", [
+                req!("nid", lru_shrink_active_nid),
+                req!("nr_taken", lru_shrink_active_nr_taken),
+                opt!("nr_active", lru_shrink_active_nr_active),
+                opt!("nr_deactivated", lru_shrink_active_nr_deactivated),
+                opt!("nr_referenced", lru_shrink_active_nr_referenced),
+                opt!("priority", lru_shrink_active_priority),
+                opt!("reclaim_flags", lru_shrink_active_reclaim_flags),
+            ]),
+        ],
+    },
+    Metric {
+        id: "swap_out",
+        title: "folios written by reclaim (anon: swap-out)",
+        fault_latency_only: false,
+        programs: &[
+            tp!("write_folio", "vmscan": "mm_vmscan_write_folio" | "mm_vmscan_writepage",
+            [req!("reclaim_flags", write_folio_reclaim_flags)]),
+        ],
+    },
+    Metric {
+        id: "oom",
+        title: "OOM victims",
+        fault_latency_only: false,
+        programs: &[tp!("mark_victim", "oom": "mark_victim", [
+            req!("pid", mark_victim_pid),
+            opt!("comm", mark_victim_comm),
+            opt!("total_vm", mark_victim_total_vm),
+            opt!("anon_rss", mark_victim_anon_rss),
+            opt!("file_rss", mark_victim_file_rss),
+            opt!("shmem_rss", mark_victim_shmem_rss),
+        ])],
     },
     Metric {
         id: "major_fault",
@@ -185,6 +239,10 @@ pub struct Plan {
     pub enabled: Vec<&'static str>,
     /// Metrics left out, each with the reason (one line).
     pub unavailable: Vec<(&'static str, String)>,
+    /// Metrics that run without some optional field (it reads 0).
+    pub partial: Vec<(&'static str, String)>,
+    /// The tracepoint name this kernel has, per program name.
+    pub events: Vec<(&'static str, &'static str)>,
 }
 
 impl Plan {
@@ -203,42 +261,52 @@ pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Resu
             continue;
         }
         let mut fields = plan.fields;
+        let mut partial = Vec::new();
+        let mut events = Vec::new();
         for program in metric.programs {
             match program.hook {
-                Hook::Tracepoint { system, event } => {
-                    let Some(format) = tracefs.format(system, event)? else {
+                Hook::Tracepoint {
+                    system,
+                    events: names,
+                } => {
+                    let mut found = None;
+                    for &event in names {
+                        if let Some(format) = tracefs.format(system, event)? {
+                            found = Some((event, format));
+                            break;
+                        }
+                    }
+                    let Some((event, format)) = found else {
                         plan.unavailable.push((
                             metric.id,
-                            format!("this kernel has no tracepoint {system}:{event}"),
+                            format!(
+                                "this kernel has no tracepoint {system}:{}",
+                                names.join(" or ")
+                            ),
                         ));
                         continue 'metric;
                     };
+                    events.push((program.name, event));
                     for used in program.fields {
-                        match format.field(used.name) {
+                        let problem = match format.field(used.name) {
                             Some(def) if matches!(def.size, 1 | 2 | 4 | 8) => {
                                 *(used.slot)(&mut fields) = Field {
                                     offset: def.offset,
                                     size: def.size,
                                 };
+                                continue;
                             }
-                            Some(def) => {
-                                plan.unavailable.push((
-                                    metric.id,
-                                    format!(
-                                        "{system}:{event} field {} has size {}, not an integer",
-                                        used.name, def.size
-                                    ),
-                                ));
-                                continue 'metric;
-                            }
-                            None => {
-                                plan.unavailable.push((
-                                    metric.id,
-                                    format!("{system}:{event} has no field {}", used.name),
-                                ));
-                                continue 'metric;
-                            }
+                            Some(def) => format!(
+                                "{system}:{event} field {} has size {}, not an integer",
+                                used.name, def.size
+                            ),
+                            None => format!("{system}:{event} has no field {}", used.name),
+                        };
+                        if used.required {
+                            plan.unavailable.push((metric.id, problem));
+                            continue 'metric;
                         }
+                        partial.push((metric.id, format!("{problem} (shown as 0)")));
                     }
                 }
                 Hook::BtfTracepoint { event } => {
@@ -261,6 +329,8 @@ pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Resu
             }
         }
         plan.fields = fields;
+        plan.partial.append(&mut partial);
+        plan.events.append(&mut events);
         plan.enabled.push(metric.id);
     }
     Ok(plan)
@@ -294,7 +364,18 @@ pub fn listing(tracefs: &TraceFs, btf_available: bool) -> Result<Vec<Listed>> {
             Listed {
                 id: m.id,
                 title: m.title,
-                hooks: m.programs.iter().map(|p| p.hook.describe()).collect(),
+                hooks: m
+                    .programs
+                    .iter()
+                    .map(
+                        |p| match (p.hook, plan.events.iter().find(|(n, _)| *n == p.name)) {
+                            (Hook::Tracepoint { system, .. }, Some((_, event))) => {
+                                format!("tracepoint {system}:{event}")
+                            }
+                            _ => p.hook.describe(),
+                        },
+                    )
+                    .collect(),
                 opt_in: m.fault_latency_only,
                 available: reason.is_none(),
                 reason,
@@ -313,6 +394,9 @@ pub struct Probes {
     pub attach_failures: Vec<(&'static str, String)>,
     /// Forwards the programs' rare warnings (e.g. a full map) to `log`.
     logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    /// The OOM victim ring buffer, and what has been read from it.
+    oom: Option<RingBuf<MapData>>,
+    pub oom_victims: Vec<OomVictim>,
 }
 
 impl Probes {
@@ -320,6 +404,19 @@ impl Probes {
     pub fn flush_log(&mut self) {
         if let Some(l) = &mut self.logger {
             l.flush();
+        }
+    }
+
+    /// Moves OOM victim records out of the ring buffer into `oom_victims`.
+    pub fn drain_oom(&mut self) {
+        let Some(rb) = &mut self.oom else { return };
+        while let Some(item) = rb.next() {
+            if item.len() >= std::mem::size_of::<OomVictim>() {
+                // SAFETY: the kernel wrote an OomVictim (repr(C), integers
+                // only); read_unaligned copes with any alignment.
+                let v = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<OomVictim>()) };
+                self.oom_victims.push(v);
+            }
         }
     }
 }
@@ -340,6 +437,10 @@ pub fn attach(mut plan: Plan, target: Target) -> Result<Probes> {
     let logger = aya_log::EbpfLogger::init(&mut ebpf)
         .map_err(|e| log::debug!("eBPF logging unavailable: {e}"))
         .ok();
+    let oom = match ebpf.take_map(names::OOM_VICTIMS) {
+        Some(map) => Some(RingBuf::try_from(map).context("OOM victim ring buffer")?),
+        None => None,
+    };
     let mut btf = None;
     let mut attach_failures = Vec::new();
     let mut enabled = Vec::new();
@@ -350,7 +451,7 @@ pub fn attach(mut plan: Plan, target: Target) -> Result<Probes> {
         let result = metric
             .programs
             .iter()
-            .try_for_each(|p| attach_program(&mut ebpf, p, &mut btf));
+            .try_for_each(|p| attach_program(&mut ebpf, p, &plan.events, &mut btf));
         match result {
             Ok(()) => enabled.push(metric.id),
             Err(e) => {
@@ -371,6 +472,8 @@ pub fn attach(mut plan: Plan, target: Target) -> Result<Probes> {
         plan,
         attach_failures,
         logger,
+        oom,
+        oom_victims: Vec::new(),
     })
 }
 
@@ -385,13 +488,23 @@ fn detach_program(ebpf: &mut Ebpf, p: &Program) {
     };
 }
 
-fn attach_program(ebpf: &mut Ebpf, p: &Program, btf: &mut Option<Btf>) -> Result<()> {
+fn attach_program(
+    ebpf: &mut Ebpf,
+    p: &Program,
+    events: &[(&'static str, &'static str)],
+    btf: &mut Option<Btf>,
+) -> Result<()> {
     let prog = ebpf
         .program_mut(p.name)
         .ok_or_else(|| anyhow!("program {} is not in the eBPF object", p.name))?;
     let what = || format!("{} ({})", p.name, p.hook.describe());
     match p.hook {
-        Hook::Tracepoint { system, event } => {
+        Hook::Tracepoint { system, .. } => {
+            let event = events
+                .iter()
+                .find(|(name, _)| *name == p.name)
+                .map(|(_, e)| *e)
+                .ok_or_else(|| anyhow!("no tracepoint resolved for {}", p.name))?;
             let tp: &mut TracePoint = prog.try_into()?;
             tp.load().with_context(|| format!("loading {}", what()))?;
             tp.attach(system, event)
@@ -450,6 +563,32 @@ mod tests {
             );
             assert_eq!(plan.enabled.len(), CATALOGUE.len(), "{release}");
             let f = plan.fields;
+            assert!(plan.partial.is_empty(), "{release}: {:?}", plan.partial);
+            assert!(
+                plan.events
+                    .contains(&("write_folio", "mm_vmscan_write_folio"))
+            );
+            assert_eq!(
+                f.mark_victim_comm,
+                Field {
+                    offset: 12,
+                    size: 4
+                }
+            );
+            assert_eq!(
+                f.lru_shrink_inactive_reclaim_flags,
+                Field {
+                    offset: 92,
+                    size: 4
+                }
+            );
+            assert_eq!(
+                f.lru_shrink_active_nr_referenced,
+                Field {
+                    offset: 40,
+                    size: 8
+                }
+            );
             assert_eq!(f.lru_shrink_inactive_nid, Field { offset: 8, size: 4 });
             assert_eq!(
                 f.lru_shrink_inactive_nr_scanned,
@@ -514,6 +653,44 @@ mod tests {
         assert_eq!(plan.unavailable.len(), 1);
         assert_eq!(plan.unavailable[0].0, "lru_shrink_inactive");
         assert!(plan.unavailable[0].1.contains("no field nr_scanned"));
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn older_names_and_missing_optional_fields() {
+        let tmp = tempdir("older");
+        copy_tree(&kernel_formats("6.1.0-57-amd64"), &tmp);
+        // Kernels before the folio rename call it mm_vmscan_writepage.
+        std::fs::rename(
+            tmp.join("vmscan/mm_vmscan_write_folio"),
+            tmp.join("vmscan/mm_vmscan_writepage"),
+        )
+        .expect("rename");
+        // Older kernels' mark_victim has only the pid.
+        let path = tmp.join("oom/mark_victim/format");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let text: String = text
+            .lines()
+            .filter(|l| !l.contains("_rss;") && !l.contains(" comm;"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&path, text).expect("write");
+        let plan = plan(&TraceFs::at(&tmp), true, false).expect("plan");
+        assert!(plan.unavailable.is_empty(), "{:?}", plan.unavailable);
+        assert!(plan.is_enabled("swap_out") && plan.is_enabled("oom"));
+        assert!(
+            plan.events
+                .contains(&("write_folio", "mm_vmscan_writepage"))
+        );
+        let partial: Vec<&str> = plan.partial.iter().map(|(_, r)| r.as_str()).collect();
+        assert_eq!(partial.len(), 4, "{partial:?}");
+        assert!(
+            partial
+                .iter()
+                .all(|r| r.starts_with("oom:mark_victim has no field"))
+        );
+        assert_eq!(plan.fields.mark_victim_anon_rss, Field::ABSENT);
+        assert_eq!(plan.fields.mark_victim_pid, Field { offset: 8, size: 4 });
         std::fs::remove_dir_all(&tmp).ok();
     }
 

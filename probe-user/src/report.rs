@@ -48,13 +48,87 @@ pub struct ReclaimReport {
     pub pages_reclaimed: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// One (node, context, LRU type) row of `mm_vmscan_lru_shrink_inactive`
+/// totals; field names are the tracepoint's.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct LruRowReport {
     pub node: u32,
     pub context: &'static str,
+    pub lru: &'static str,
     pub events: u64,
     pub nr_scanned: u64,
     pub nr_reclaimed: u64,
+    pub nr_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_congested: u64,
+    pub nr_immediate: u64,
+    pub nr_activate_anon: u64,
+    pub nr_activate_file: u64,
+    pub nr_ref_keep: u64,
+    pub nr_unmap_fail: u64,
+}
+
+/// One row of `mm_vmscan_lru_shrink_active` totals.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LruActiveRowReport {
+    pub node: u32,
+    pub context: &'static str,
+    pub lru: &'static str,
+    pub events: u64,
+    pub nr_taken: u64,
+    pub nr_active: u64,
+    pub nr_deactivated: u64,
+    pub nr_referenced: u64,
+}
+
+/// Counts per reclaim priority (index = priority, 12 = DEF_PRIORITY).
+#[derive(Clone, Debug, Serialize)]
+pub struct PriorityRow {
+    pub context: &'static str,
+    pub counts: Vec<u64>,
+}
+
+/// Reclaims of target tasks per allocation order (last: that and above).
+#[derive(Clone, Debug, Serialize)]
+pub struct OrderRow {
+    pub context: &'static str,
+    pub counts: Vec<u64>,
+}
+
+/// A process and the time it spent stalled in reclaim.
+#[derive(Clone, Debug, Serialize)]
+pub struct StallerReport {
+    pub pid: u32,
+    pub comm: String,
+    pub target: bool,
+    pub direct_stalls: u64,
+    pub direct_ns: u64,
+    pub memcg_stalls: u64,
+    pub memcg_ns: u64,
+}
+
+/// Folios reclaim wrote out (`mm_vmscan_write_folio`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SwapOutReport {
+    /// Anon folios: swap-out.
+    pub anon_folios: u64,
+    /// File folios written back by reclaim itself.
+    pub file_folios: u64,
+}
+
+/// One OOM victim (`oom:mark_victim`).
+#[derive(Clone, Debug, Serialize)]
+pub struct OomVictimReport {
+    /// Seconds after the command started.
+    pub time_s: f64,
+    pub pid: u32,
+    pub comm: String,
+    /// The OOM was hit by a target task (a kill in the command's box).
+    pub target: bool,
+    pub total_vm_kb: u64,
+    pub anon_rss_kb: u64,
+    pub file_rss_kb: u64,
+    pub shmem_rss_kb: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -108,6 +182,7 @@ pub struct Dropped {
     pub reclaim_end_without_begin: u64,
     pub fault_start_map_full: u64,
     pub node_out_of_range: u64,
+    pub oom_records_lost: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -121,16 +196,31 @@ pub struct RunReport {
     pub vmtrace_version: String,
     pub kernel_release: String,
     pub command: Vec<String>,
+    /// The command's process id.
+    pub pid: u32,
     /// Which tasks the per-task metrics cover.
     pub target: String,
     pub exit: Exit,
     pub usage: Usage,
     pub membox: Option<BoxReport>,
     pub unavailable: Vec<Unavailable>,
+    /// Metrics running without an optional field (it reads 0).
+    pub partial: Vec<Unavailable>,
     pub direct_reclaim: Option<ReclaimReport>,
     pub memcg_reclaim: Option<ReclaimReport>,
-    /// `mm_vmscan_lru_shrink_inactive`, every task, per node and context.
+    /// `mm_vmscan_lru_shrink_inactive`, every task, per node, context and
+    /// LRU type.
     pub lru_shrink_inactive: Option<Vec<LruRowReport>>,
+    pub lru_shrink_active: Option<Vec<LruActiveRowReport>>,
+    /// Inactive shrinks per reclaim priority, per context.
+    pub reclaim_priority: Vec<PriorityRow>,
+    /// Target reclaims per allocation order, per context.
+    pub reclaim_order: Vec<OrderRow>,
+    /// Processes that stalled most in reclaim, most first (at most 10).
+    pub top_stallers: Vec<StallerReport>,
+    pub swap_out: Option<SwapOutReport>,
+    /// Every OOM victim while tracing (None: the probe was unavailable).
+    pub oom_victims: Option<Vec<OomVictimReport>>,
     pub faults: FaultReport,
     pub vmstat: VmstatDelta,
     pub dropped: Dropped,
@@ -154,15 +244,83 @@ impl RunReport {
                 totals
                     .lru
                     .iter()
-                    .map(|r| LruRowReport {
-                        node: r.node,
-                        context: r.context.name(),
-                        events: r.totals.events,
-                        nr_scanned: r.totals.nr_scanned,
-                        nr_reclaimed: r.totals.nr_reclaimed,
+                    .map(|r| {
+                        let t = &r.totals;
+                        LruRowReport {
+                            node: r.node,
+                            context: r.context.name(),
+                            lru: r.lru.name(),
+                            events: t.events,
+                            nr_scanned: t.nr_scanned,
+                            nr_reclaimed: t.nr_reclaimed,
+                            nr_dirty: t.nr_dirty,
+                            nr_writeback: t.nr_writeback,
+                            nr_congested: t.nr_congested,
+                            nr_immediate: t.nr_immediate,
+                            nr_activate_anon: t.nr_activate_anon,
+                            nr_activate_file: t.nr_activate_file,
+                            nr_ref_keep: t.nr_ref_keep,
+                            nr_unmap_fail: t.nr_unmap_fail,
+                        }
                     })
                     .collect(),
             );
+            self.reclaim_priority = totals
+                .priority
+                .iter()
+                .map(|(c, counts)| PriorityRow {
+                    context: c.name(),
+                    counts: counts.clone(),
+                })
+                .collect();
+        }
+        if enabled("lru_shrink_active") {
+            self.lru_shrink_active = Some(
+                totals
+                    .lru_active
+                    .iter()
+                    .map(|r| LruActiveRowReport {
+                        node: r.node,
+                        context: r.context.name(),
+                        lru: r.lru.name(),
+                        events: r.totals.events,
+                        nr_taken: r.totals.nr_taken,
+                        nr_active: r.totals.nr_active,
+                        nr_deactivated: r.totals.nr_deactivated,
+                        nr_referenced: r.totals.nr_referenced,
+                    })
+                    .collect(),
+            );
+        }
+        self.reclaim_order = totals
+            .order
+            .iter()
+            .map(|(c, counts)| OrderRow {
+                context: c.name(),
+                counts: counts.clone(),
+            })
+            .collect();
+        let mut stallers: Vec<StallerReport> = totals
+            .stallers
+            .iter()
+            .map(|(pid, s)| StallerReport {
+                pid: *pid,
+                comm: comm_str(&s.comm),
+                target: s.target != 0,
+                direct_stalls: s.direct_count,
+                direct_ns: s.direct_ns,
+                memcg_stalls: s.memcg_count,
+                memcg_ns: s.memcg_ns,
+            })
+            .collect();
+        stallers.sort_by_key(|s| std::cmp::Reverse(s.direct_ns + s.memcg_ns));
+        stallers.truncate(10);
+        self.top_stallers = stallers;
+        if enabled("swap_out") {
+            self.swap_out = Some(SwapOutReport {
+                anon_folios: totals.counter(Counter::WriteFolioAnon),
+                file_folios: totals.counter(Counter::WriteFolioFile),
+            });
         }
         if enabled("major_fault") {
             self.faults.major_all = Some(totals.counter(Counter::MajorFaultsAll));
@@ -178,7 +336,60 @@ impl RunReport {
             reclaim_end_without_begin: totals.counter(Counter::ReclaimEndUnmatched),
             fault_start_map_full: totals.counter(Counter::FaultStartDropped),
             node_out_of_range: totals.counter(Counter::NodeOutOfRange),
+            oom_records_lost: totals.counter(Counter::OomRecordsDropped),
         };
+    }
+
+    /// Adds the OOM victims read from the ring buffer; `start_ns` is the
+    /// CLOCK_MONOTONIC time the command started.
+    pub fn add_oom_victims(&mut self, victims: &[vmtrace_common::OomVictim], start_ns: u64) {
+        self.oom_victims = Some(
+            victims
+                .iter()
+                .map(|v| OomVictimReport {
+                    time_s: v.time_ns.saturating_sub(start_ns) as f64 / 1e9,
+                    pid: v.pid,
+                    comm: comm_str(&v.comm),
+                    target: v.target != 0,
+                    total_vm_kb: v.total_vm_kb,
+                    anon_rss_kb: v.anon_rss_kb,
+                    file_rss_kb: v.file_rss_kb,
+                    shmem_rss_kb: v.shmem_rss_kb,
+                })
+                .collect(),
+        );
+    }
+
+    /// "OOM-KILLED: ..." when the command was killed by the OOM killer,
+    /// the first line of a report, as in the mails that argue about it.
+    pub fn oom_headline(&self) -> Option<String> {
+        let victims: Vec<&OomVictimReport> = self
+            .oom_victims
+            .iter()
+            .flatten()
+            .filter(|v| v.target)
+            .collect();
+        if !self.exit.oom_killed && victims.is_empty() {
+            return None;
+        }
+        let mut line = String::from("OOM-KILLED:");
+        match victims.first() {
+            Some(v) => {
+                let _ = write!(
+                    line,
+                    " {} (pid {}, anon-rss {}) at {:.2} s",
+                    v.comm,
+                    v.pid,
+                    human(v.anon_rss_kb * 1024),
+                    v.time_s
+                );
+                if victims.len() > 1 {
+                    let _ = write!(line, ", and {} more", victims.len() - 1);
+                }
+            }
+            None => line.push_str(" the command was killed by the box's OOM killer"),
+        }
+        Some(line)
     }
 
     /// Totals of the LRU table: (scanned, reclaimed).
@@ -202,6 +413,9 @@ impl RunReport {
     }
 
     fn write_text(&self, o: &mut String) -> std::fmt::Result {
+        if let Some(line) = self.oom_headline() {
+            writeln!(o, "{line}")?;
+        }
         writeln!(
             o,
             "vmtrace {} on Linux {}",
@@ -289,20 +503,60 @@ impl RunReport {
             write_hist(o, &r.stalls)?;
         }
 
+        if !self.top_stallers.is_empty() {
+            writeln!(o)?;
+            writeln!(o, "processes stalled most in reclaim (* = the command's)")?;
+            writeln!(
+                o,
+                "  {:>8} {:<16} {:>8} {:>9} {:>8} {:>9}",
+                "pid", "comm", "direct", "stalled", "memcg", "stalled"
+            )?;
+            for t in &self.top_stallers {
+                writeln!(
+                    o,
+                    "{} {:>8} {:<16} {:>8} {:>9} {:>8} {:>9}",
+                    if t.target { '*' } else { ' ' },
+                    t.pid,
+                    t.comm,
+                    t.direct_stalls,
+                    fmt_ns(t.direct_ns),
+                    t.memcg_stalls,
+                    fmt_ns(t.memcg_ns)
+                )?;
+            }
+        }
+        for r in &self.reclaim_order {
+            writeln!(o)?;
+            let pairs = nonzero_pairs(&r.counts, |i| {
+                if i + 1 == r.counts.len() {
+                    format!("{i}+")
+                } else {
+                    i.to_string()
+                }
+            });
+            for line in wrap(
+                &format!("{} reclaims by allocation order: {pairs}", r.context),
+                72,
+            ) {
+                writeln!(o, "{line}")?;
+            }
+        }
+
         if let Some(rows) = &self.lru_shrink_inactive {
             writeln!(o)?;
             writeln!(o, "LRU shrink inactive (all tasks; vmstat: pgscan/pgsteal)")?;
             writeln!(
                 o,
-                "  {:>4} {:<7} {:>9} {:>12} {:>12} {:>6}",
-                "node", "context", "events", "scanned", "reclaimed", "eff%"
+                "  {:>4} {:<7} {:<4} {:>8} {:>12} {:>12} {:>6}",
+                "node", "context", "lru", "events", "scanned", "reclaimed", "eff%"
             )?;
             for r in rows {
                 writeln!(
                     o,
-                    "  {:>4} {:<7} {:>9} {:>12} {:>12} {:>6}",
+                    "  {:>4} {:<7} {:<4} {:>8} {:>12} {:>12} {:>6}",
                     r.node,
                     r.context,
+                    r.lru,
                     r.events,
                     r.nr_scanned,
                     r.nr_reclaimed,
@@ -310,12 +564,82 @@ impl RunReport {
                 )?;
             }
             let (s, r) = self.lru_totals().unwrap_or_default();
-            writeln!(o, "  {:<22} {:>12} {:>12} {:>6}", "total", s, r, pct(r, s))?;
+            writeln!(o, "  {:<27} {:>12} {:>12} {:>6}", "total", s, r, pct(r, s))?;
             writeln!(
                 o,
-                "  {:<22} {:>12} {:>12}",
+                "  {:<27} {:>12} {:>12}",
                 "/proc/vmstat", v.pgscan, v.pgsteal
             )?;
+            if u.wall_s > 0.0 {
+                writeln!(
+                    o,
+                    "  velocity {:.0} pages scanned/s, {:.0} reclaimed/s",
+                    s as f64 / u.wall_s,
+                    r as f64 / u.wall_s
+                )?;
+            }
+            write_kept_back(o, rows)?;
+        }
+        for p in &self.reclaim_priority {
+            let pairs = nonzero_pairs(&p.counts, |i| i.to_string());
+            let text = format!(
+                "{} shrinks by priority (12 mildest, 0 last resort): {pairs}",
+                p.context
+            );
+            for line in wrap(&text, 72) {
+                writeln!(o, "{line}")?;
+            }
+        }
+        if let Some(rows) = &self.lru_shrink_active
+            && !rows.is_empty()
+        {
+            writeln!(o)?;
+            writeln!(o, "LRU shrink active (all tasks)")?;
+            writeln!(
+                o,
+                "  {:<7} {:<4} {:>11} {:>11} {:>12} {:>12}",
+                "context", "lru", "taken", "kept active", "deactivated", "referenced"
+            )?;
+            for r in rows {
+                writeln!(
+                    o,
+                    "  {:<7} {:<4} {:>11} {:>11} {:>12} {:>12}",
+                    r.context, r.lru, r.nr_taken, r.nr_active, r.nr_deactivated, r.nr_referenced
+                )?;
+            }
+        }
+        if let Some(w) = &self.swap_out {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "swap-out: {} anon folios written by reclaim (pswpout {})",
+                w.anon_folios, v.pswpout
+            )?;
+            writeln!(o, "file writeback by reclaim: {} folios", w.file_folios)?;
+        }
+        if let Some(victims) = &self.oom_victims
+            && !victims.is_empty()
+        {
+            writeln!(o)?;
+            writeln!(o, "OOM victims (* = OOM hit by the command's tasks)")?;
+            writeln!(
+                o,
+                "  {:>8} {:>8} {:<16} {:>10} {:>10} {:>10}",
+                "time", "pid", "comm", "anon-rss", "file-rss", "total-vm"
+            )?;
+            for k in victims {
+                writeln!(
+                    o,
+                    "{} {:>7.2}s {:>8} {:<16} {:>10} {:>10} {:>10}",
+                    if k.target { '*' } else { ' ' },
+                    k.time_s,
+                    k.pid,
+                    k.comm,
+                    human(k.anon_rss_kb * 1024),
+                    human(k.file_rss_kb * 1024),
+                    human(k.total_vm_kb * 1024)
+                )?;
+            }
         }
 
         let f = &self.faults;
@@ -359,7 +683,10 @@ impl RunReport {
         }
 
         let d = &self.dropped;
-        let lost = d.reclaim_start_map_full + d.fault_start_map_full + d.node_out_of_range;
+        let lost = d.reclaim_start_map_full
+            + d.fault_start_map_full
+            + d.node_out_of_range
+            + d.oom_records_lost;
         if lost > 0 || d.reclaim_end_without_begin > 0 {
             writeln!(o)?;
             writeln!(
@@ -372,7 +699,12 @@ impl RunReport {
                 "  {} fault starts (map full), {} bad node ids, {} reclaim ends",
                 d.fault_start_map_full, d.node_out_of_range, d.reclaim_end_without_begin
             )?;
-            writeln!(o, "  without a begin (reclaims already running at attach)")?;
+            writeln!(o, "  without a begin (reclaims already running at attach),")?;
+            writeln!(
+                o,
+                "  {} OOM victim records (ring buffer full)",
+                d.oom_records_lost
+            )?;
         }
         if !self.unavailable.is_empty() {
             writeln!(o)?;
@@ -386,6 +718,84 @@ impl RunReport {
             }
         }
         Ok(())
+    }
+}
+
+/// "why scanned pages were not reclaimed": reasons down, the busiest
+/// (context, lru) pairs across (at most 4 columns), summed over nodes.
+fn write_kept_back(o: &mut String, rows: &[LruRowReport]) -> std::fmt::Result {
+    let mut cols: Vec<LruRowReport> = Vec::new();
+    for r in rows {
+        let i = match cols
+            .iter()
+            .position(|c| c.context == r.context && c.lru == r.lru)
+        {
+            Some(i) => i,
+            None => {
+                cols.push(LruRowReport {
+                    context: r.context,
+                    lru: r.lru,
+                    ..Default::default()
+                });
+                cols.len() - 1
+            }
+        };
+        let c = &mut cols[i];
+        c.nr_scanned += r.nr_scanned;
+        c.nr_dirty += r.nr_dirty;
+        c.nr_writeback += r.nr_writeback;
+        c.nr_congested += r.nr_congested;
+        c.nr_immediate += r.nr_immediate;
+        c.nr_activate_anon += r.nr_activate_anon;
+        c.nr_activate_file += r.nr_activate_file;
+        c.nr_ref_keep += r.nr_ref_keep;
+        c.nr_unmap_fail += r.nr_unmap_fail;
+    }
+    cols.sort_by_key(|c| std::cmp::Reverse(c.nr_scanned));
+    cols.truncate(4);
+    if cols.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "  scanned but kept back (pages)")?;
+    let mut head = format!("  {:<16}", "");
+    for c in &cols {
+        let _ = write!(head, " {:>12}", format!("{}/{}", c.context, c.lru));
+    }
+    writeln!(o, "{head}")?;
+    type Get = fn(&LruRowReport) -> u64;
+    let reasons: [(&str, Get); 8] = [
+        ("dirty", |c| c.nr_dirty),
+        ("writeback", |c| c.nr_writeback),
+        ("congested", |c| c.nr_congested),
+        ("immediate", |c| c.nr_immediate),
+        ("activated anon", |c| c.nr_activate_anon),
+        ("activated file", |c| c.nr_activate_file),
+        ("referenced kept", |c| c.nr_ref_keep),
+        ("unmap failed", |c| c.nr_unmap_fail),
+    ];
+    for (name, get) in reasons {
+        let mut line = format!("  {name:<16}");
+        for c in &cols {
+            let _ = write!(line, " {:>12}", get(c));
+        }
+        writeln!(o, "{line}")?;
+    }
+    Ok(())
+}
+
+/// `i:count` for the non-zero counts, highest index first.
+fn nonzero_pairs(counts: &[u64], label: impl Fn(usize) -> String) -> String {
+    let pairs: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("{}:{n}", label(i)))
+        .collect();
+    if pairs.is_empty() {
+        "none".into()
+    } else {
+        pairs.join(" ")
     }
 }
 
@@ -487,6 +897,20 @@ fn power_of_two_rows(s: &Summary) -> Vec<(u64, u64, u64, String)> {
         .collect()
 }
 
+/// A kernel `comm` (NUL-padded) as text; non-ASCII bytes become `?`.
+fn comm_str(comm: &[u8]) -> String {
+    comm.iter()
+        .take_while(|&&b| b != 0)
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
 /// A duration in ns as at most 6 characters: `512ns`, `1.5us`, `12ms`.
 pub fn fmt_ns(ns: u64) -> String {
     const UNITS: [(u64, &str); 4] = [
@@ -560,18 +984,52 @@ mod tests {
         for v in [3_000u64, 5_000, 40_000, 41_000, 2_000_000, 9_000_000_000] {
             counts[Hist::MemcgReclaim as usize][bucket_of(v)] += 1;
         }
+        let mut counters = vec![0u64; Counter::COUNT as usize];
+        counters[Counter::MemcgReclaims as usize] = 6;
+        counters[Counter::MemcgReclaimPages as usize] = 1234;
+        counters[Counter::MajorFaultsAll as usize] = 500;
+        counters[Counter::MajorFaultsTarget as usize] = 480;
+        counters[Counter::WriteFolioAnon as usize] = 777;
+        let mut comm = [0u8; 16];
+        comm[..6].copy_from_slice(b"memhog");
         let totals = KernelTotals {
             hists: counts,
-            counters: vec![0, 0, 6, 1234, 500, 480, 0, 0, 0, 0, 0],
+            counters,
             lru: vec![crate::collect::LruRow {
                 node: 0,
                 context: ReclaimContext::Memcg,
+                lru: vmtrace_common::LruType::Anon,
                 totals: vmtrace_common::LruShrinkInactive {
                     events: 10,
                     nr_scanned: 320,
                     nr_reclaimed: 300,
+                    nr_ref_keep: 20,
+                    ..Default::default()
                 },
             }],
+            priority: vec![(ReclaimContext::Memcg, {
+                let mut p = vec![0; 13];
+                p[12] = 9;
+                p[0] = 1;
+                p
+            })],
+            order: vec![(ReclaimContext::Memcg, {
+                let mut o = vec![0; 12];
+                o[0] = 5;
+                o[11] = 1;
+                o
+            })],
+            stallers: vec![(
+                4242,
+                vmtrace_common::Staller {
+                    comm,
+                    memcg_ns: 9_000_000_000,
+                    memcg_count: 6,
+                    target: 1,
+                    ..Default::default()
+                },
+            )],
+            ..Default::default()
         };
         let mut r = RunReport {
             vmtrace_version: "0.1.0".into(),
@@ -593,6 +1051,17 @@ mod tests {
             ..Default::default()
         };
         r.add_kernel_totals(&totals, &|id| id != "direct_reclaim");
+        r.add_oom_victims(
+            &[vmtrace_common::OomVictim {
+                time_ns: 2_500_000_000,
+                pid: 4242,
+                target: 1,
+                comm,
+                anon_rss_kb: 65280,
+                ..Default::default()
+            }],
+            1_000_000_000,
+        );
         r
     }
 
@@ -611,6 +1080,19 @@ mod tests {
         );
         assert!(!text.contains("direct reclaim:"), "{text}");
         assert!(text.contains("    320          300   93.8"), "{text}");
+        let first = text.lines().next().unwrap_or("");
+        assert_eq!(
+            first,
+            "OOM-KILLED: memhog (pid 4242, anon-rss 63.8 MiB) at 1.50 s"
+        );
+        assert!(text.contains("*     4242 memhog"), "{text}");
+        assert!(
+            text.contains("memcg reclaims by allocation order: 11+:1 0:5"),
+            "{text}"
+        );
+        assert!(text.contains("12:9 0:1"), "{text}");
+        assert!(text.contains("swap-out: 777 anon folios"), "{text}");
+        assert!(text.contains("referenced kept"), "{text}");
     }
 
     #[test]
@@ -636,6 +1118,9 @@ mod tests {
         assert_eq!(json["memcg_reclaim"]["pages_reclaimed"], 1234);
         assert_eq!(json["faults"]["major_all"], 500);
         assert_eq!(json["lru_shrink_inactive"][0]["nr_scanned"], 320);
+        assert_eq!(json["lru_shrink_inactive"][0]["lru"], "anon");
+        assert_eq!(json["oom_victims"][0]["pid"], 4242);
+        assert_eq!(json["top_stallers"][0]["memcg_ns"], 9_000_000_000u64);
         assert!(json["direct_reclaim"].is_null());
     }
 

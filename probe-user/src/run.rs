@@ -94,18 +94,33 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     for u in &unavailable {
         eprintln!("vmtrace: notice: {} unavailable: {}", u.metric, u.reason);
     }
+    let partial: Vec<Unavailable> = probes
+        .plan
+        .partial
+        .iter()
+        .map(|(metric, reason)| Unavailable {
+            metric: metric.to_string(),
+            reason: reason.clone(),
+        })
+        .collect();
+    for u in &partial {
+        eprintln!("vmtrace: notice: {} incomplete: {}", u.metric, u.reason);
+    }
     if rt.block_on(signals.pending()).is_some() {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
     let before = VmStat::read()?;
     let started = Instant::now();
+    let started_mono_ns = monotonic_ns();
     let pid = spawn(&opts.command, &membox)?;
-    let waited = rt.block_on(wait(pid, &mut signals, &membox, &probes, opts.progress))?;
+    let waited = rt.block_on(wait(pid, &mut signals, &membox, &mut probes, opts.progress))?;
     let wall = started.elapsed();
     let after = VmStat::read()?;
     let totals = collect::read(&probes)?;
     probes.flush_log();
+    probes.drain_oom();
+    let oom_victims = std::mem::take(&mut probes.oom_victims);
     let enabled = probes.plan.enabled.clone();
     drop(probes);
     let box_report = membox.report();
@@ -114,7 +129,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let ru = &waited.rusage;
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let (code, sig) = decode_status(waited.status);
-    let oom_killed = sig == Some(libc::SIGKILL) && box_report.oom_kills.unwrap_or(0) > 0;
+    let oom_killed = sig == Some(libc::SIGKILL)
+        && (box_report.oom_kills.unwrap_or(0) > 0
+            || oom_victims
+                .iter()
+                .any(|v| v.target != 0 && v.pid as i32 == pid));
     let mut report = RunReport {
         vmtrace_version: env!("CARGO_PKG_VERSION").into(),
         kernel_release: kernel_release(),
@@ -123,6 +142,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
+        pid: pid as u32,
         target: target_text,
         exit: Exit {
             code,
@@ -143,7 +163,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         ..Default::default()
     };
     report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
+    if enabled.contains(&"oom") {
+        report.add_oom_victims(&oom_victims, started_mono_ns);
+    }
     report.unavailable.append(&mut unavailable);
+    report.partial = partial;
     let exit_code = code.unwrap_or_else(|| 128 + sig.unwrap_or(0));
     Ok(RunOutcome { report, exit_code })
 }
@@ -243,7 +267,7 @@ async fn wait(
     pid: i32,
     signals: &mut Signals,
     membox: &MemBox,
-    probes: &probes::Probes,
+    probes: &mut probes::Probes,
     progress: Option<Duration>,
 ) -> Result<Waited> {
     let mut reaper = tokio::task::spawn_blocking(move || {
@@ -288,6 +312,8 @@ async fn wait(
                 }
             }
             _ = tick.tick(), if progress.is_some() => {
+                probes.drain_oom();
+                probes.flush_log();
                 if let Ok(t) = collect::read(probes) {
                     eprintln!(
                         "vmtrace: {:>5.0} s  memcg reclaims {} ({} stalled)  direct {}  major faults {}",
@@ -322,6 +348,17 @@ pub fn probe_listing() -> Result<Vec<probes::Listed>> {
         None => live,
     };
     probes::listing(&tracefs, Path::new("/sys/kernel/btf/vmlinux").exists())
+}
+
+/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 pub fn kernel_release() -> String {

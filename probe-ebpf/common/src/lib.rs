@@ -69,10 +69,18 @@ pub enum Counter {
     FaultStartDropped = 9,
     /// Events whose node id was >= MAX_NODES.
     NodeOutOfRange = 10,
+    /// Anon folios reclaim wrote out (swap-out), `mm_vmscan_write_folio`.
+    WriteFolioAnon = 11,
+    /// File folios reclaim wrote back, `mm_vmscan_write_folio`.
+    WriteFolioFile = 12,
+    /// OOM victims chosen (`oom:mark_victim`), every task.
+    OomVictims = 13,
+    /// OOM victim records lost because the ring buffer was full.
+    OomRecordsDropped = 14,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 11;
+    pub const COUNT: u32 = 15;
 }
 
 /// Who was reclaiming when the LRU was shrunk. Decided in the kernel from
@@ -106,19 +114,120 @@ impl ReclaimContext {
     }
 }
 
-/// Index of a (node, context) cell in `LRU_SHRINK_INACTIVE`.
-pub const fn lru_cell(node: u32, ctx: ReclaimContext) -> u32 {
-    node * ReclaimContext::COUNT + ctx as u32
+/// Which LRU list pair a shrink worked on.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LruType {
+    Anon = 0,
+    File = 1,
+}
+
+impl LruType {
+    pub const ALL: [LruType; 2] = [LruType::Anon, LruType::File];
+    pub const COUNT: u32 = 2;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LruType::Anon => "anon",
+            LruType::File => "file",
+        }
+    }
+}
+
+/// `reclaim_flags` bit of the lru_shrink and write_folio tracepoints that
+/// says the pages were file pages (include/trace/events/vmscan.h).
+pub const RECLAIM_WB_FILE: u64 = 0x0002;
+/// ... and that they were anon pages.
+pub const RECLAIM_WB_ANON: u64 = 0x0001;
+
+/// Reclaim priorities run from DEF_PRIORITY (12) down to 0.
+pub const PRIORITIES: u32 = 13;
+
+/// Index of a (node, context, lru type) cell in the LRU tables.
+pub const fn lru_cell(node: u32, ctx: ReclaimContext, lru: LruType) -> u32 {
+    (node * ReclaimContext::COUNT + ctx as u32) * LruType::COUNT + lru as u32
+}
+
+/// Cells in each LRU table.
+pub const LRU_CELLS: u32 = MAX_NODES * ReclaimContext::COUNT * LruType::COUNT;
+
+/// Index of a (context, priority) cell in `RECLAIM_PRIORITY`.
+pub const fn priority_cell(ctx: ReclaimContext, priority: u32) -> u32 {
+    ctx as u32 * PRIORITIES + priority
 }
 
 /// One cell of `LRU_SHRINK_INACTIVE`: totals of the
-/// `vmscan:mm_vmscan_lru_shrink_inactive` events of one node and context.
+/// `vmscan:mm_vmscan_lru_shrink_inactive` events of one node, context and
+/// LRU type. Names are the tracepoint's own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LruShrinkInactive {
     pub events: u64,
     pub nr_scanned: u64,
     pub nr_reclaimed: u64,
+    pub nr_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_congested: u64,
+    pub nr_immediate: u64,
+    pub nr_activate_anon: u64,
+    pub nr_activate_file: u64,
+    pub nr_ref_keep: u64,
+    pub nr_unmap_fail: u64,
+}
+
+/// One cell of `LRU_SHRINK_ACTIVE` (`mm_vmscan_lru_shrink_active`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LruShrinkActive {
+    pub events: u64,
+    pub nr_taken: u64,
+    pub nr_active: u64,
+    pub nr_deactivated: u64,
+    pub nr_referenced: u64,
+}
+
+/// Allocation orders tracked one by one; higher ones share the last cell.
+pub const ORDERS: u32 = 12;
+
+/// Index of a (context, order) cell in `RECLAIM_ORDER`.
+pub const fn order_cell(ctx: ReclaimContext, order: u32) -> u32 {
+    let o = if order < ORDERS { order } else { ORDERS - 1 };
+    ctx as u32 * ORDERS + o
+}
+
+/// Processes tracked for "who stalled most" (LRU: the least recently
+/// stalled drop out first when more processes stall than this).
+pub const MAX_STALLERS: u32 = 4096;
+
+/// Per process (tgid): time spent stalled in reclaim, `RECLAIM_STALLERS`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Staller {
+    pub comm: [u8; 16],
+    pub direct_ns: u64,
+    pub direct_count: u64,
+    pub memcg_ns: u64,
+    pub memcg_count: u64,
+    /// 1 when the process belongs to the target.
+    pub target: u32,
+    pub _pad: u32,
+}
+
+/// One `oom:mark_victim` event, sent through the `OOM_VICTIMS` ring
+/// buffer (rare: per-event records are fine here).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OomVictim {
+    /// bpf_ktime_get_ns() (CLOCK_MONOTONIC) when the victim was marked.
+    pub time_ns: u64,
+    pub total_vm_kb: u64,
+    pub anon_rss_kb: u64,
+    pub file_rss_kb: u64,
+    pub shmem_rss_kb: u64,
+    pub pid: u32,
+    /// 1 when the task that ran into the OOM belongs to the target.
+    pub target: u32,
+    pub comm: [u8; 16],
 }
 
 /// The value stored per task while it is inside a direct or memcg reclaim.
@@ -147,6 +256,7 @@ impl Field {
 
 /// Field offsets of every classic tracepoint vmtrace reads, filled in by the
 /// collector from tracefs before the programs are loaded (global `FIELDS`).
+/// A field left [`Field::ABSENT`] reads as 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
@@ -160,6 +270,41 @@ pub struct Fields {
     pub lru_shrink_inactive_nr_scanned: Field,
     /// `mm_vmscan_lru_shrink_inactive.nr_reclaimed`
     pub lru_shrink_inactive_nr_reclaimed: Field,
+    pub lru_shrink_inactive_nr_dirty: Field,
+    pub lru_shrink_inactive_nr_writeback: Field,
+    pub lru_shrink_inactive_nr_congested: Field,
+    pub lru_shrink_inactive_nr_immediate: Field,
+    pub lru_shrink_inactive_nr_activate0: Field,
+    pub lru_shrink_inactive_nr_activate1: Field,
+    pub lru_shrink_inactive_nr_ref_keep: Field,
+    pub lru_shrink_inactive_nr_unmap_fail: Field,
+    pub lru_shrink_inactive_priority: Field,
+    pub lru_shrink_inactive_reclaim_flags: Field,
+    pub lru_shrink_active_nid: Field,
+    pub lru_shrink_active_nr_taken: Field,
+    pub lru_shrink_active_nr_active: Field,
+    pub lru_shrink_active_nr_deactivated: Field,
+    pub lru_shrink_active_nr_referenced: Field,
+    pub lru_shrink_active_priority: Field,
+    pub lru_shrink_active_reclaim_flags: Field,
+    /// `mm_vmscan_{direct,memcg}_reclaim_begin.order`
+    pub direct_reclaim_begin_order: Field,
+    pub memcg_reclaim_begin_order: Field,
+    /// `mm_vmscan_write_folio.reclaim_flags`
+    pub write_folio_reclaim_flags: Field,
+    /// `oom:mark_victim` fields (rss in kB; comm is a __data_loc string).
+    pub mark_victim_pid: Field,
+    pub mark_victim_comm: Field,
+    pub mark_victim_total_vm: Field,
+    pub mark_victim_anon_rss: Field,
+    pub mark_victim_file_rss: Field,
+    pub mark_victim_shmem_rss: Field,
+}
+
+impl Fields {
+    /// Every field absent (all zero), the compiled-in default.
+    // SAFETY: Fields is made of u16s only; all-zero is a valid value.
+    pub const ABSENT: Fields = unsafe { core::mem::zeroed() };
 }
 
 /// Which tasks are the target. Global `TARGET`, set at load time.
@@ -175,6 +320,11 @@ pub mod names {
     pub const HISTOGRAMS: &str = "HISTOGRAMS";
     pub const COUNTERS: &str = "COUNTERS";
     pub const LRU_SHRINK_INACTIVE: &str = "LRU_SHRINK_INACTIVE";
+    pub const LRU_SHRINK_ACTIVE: &str = "LRU_SHRINK_ACTIVE";
+    pub const RECLAIM_PRIORITY: &str = "RECLAIM_PRIORITY";
+    pub const RECLAIM_ORDER: &str = "RECLAIM_ORDER";
+    pub const RECLAIM_STALLERS: &str = "RECLAIM_STALLERS";
+    pub const OOM_VICTIMS: &str = "OOM_VICTIMS";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
@@ -187,6 +337,9 @@ mod pod {
     // padding that the kernel could leave uninitialised in a way that
     // matters (values are only ever summed or compared).
     unsafe impl aya::Pod for super::LruShrinkInactive {}
+    unsafe impl aya::Pod for super::LruShrinkActive {}
+    unsafe impl aya::Pod for super::Staller {}
+    unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
