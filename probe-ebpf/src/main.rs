@@ -6,6 +6,8 @@
 //! - `reclaim`: direct and memcg reclaim stalls (begin/end pairs per task);
 //! - `lru`: `mm_vmscan_lru_shrink_{inactive,active}` totals per node,
 //!   context and LRU type, and reclaim priorities;
+//! - `kswapd`: kswapd awake periods per node, and who woke it for which
+//!   zone;
 //! - `swap`: swap-out (`mm_vmscan_write_folio` of anon folios);
 //! - `oom`: OOM victims (`oom:mark_victim`);
 //! - `fault`: major-fault counts and, behind an option, fault latency.
@@ -17,6 +19,7 @@
 #![no_main]
 
 mod fault;
+mod kswapd;
 mod lru;
 mod oom;
 mod reclaim;

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
-    Counter, Hist, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, ORDERS, PRIORITIES,
-    ReclaimContext, Staller, hist::Buckets, lru_cell, names, order_cell, priority_cell,
+    Counter, Hist, KswapdNode, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES,
+    ORDERS, PRIORITIES, ReclaimContext, Staller, hist::Buckets, lru_cell, names, order_cell,
+    priority_cell, zone_cell,
 };
 
 use crate::probes::Probes;
@@ -31,6 +32,13 @@ pub struct KernelTotals {
     pub order: Vec<(ReclaimContext, Vec<u64>)>,
     /// Per process: stall totals (tgid, record).
     pub stallers: Vec<(u32, Staller)>,
+    /// Per node with any kswapd activity: totals, and how long it has been
+    /// awake now if it is (ns).
+    pub kswapd: Vec<(u32, KswapdNode, Option<u64>)>,
+    /// `mm_vmscan_wakeup_kswapd` per (node, zone index).
+    pub kswapd_wakeups: Vec<(u32, u32, u64)>,
+    /// Who woke kswapd (task name, times).
+    pub kswapd_wakers: Vec<(String, u64)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,7 +167,131 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
     let stallers: AyaHashMap<_, u32, Staller> = AyaHashMap::try_from(stallers)?;
     // An entry evicted between listing and lookup is skipped.
     t.stallers.extend(stallers.iter().flatten());
+    read_kswapd(probes, &mut t)?;
     Ok(t)
+}
+
+fn read_kswapd(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
+    let map = |name: &str| {
+        probes
+            .ebpf
+            .map(name)
+            .ok_or_else(|| anyhow!("map {name} is not in the eBPF object"))
+    };
+    let nodes = per_cpu_array::<KswapdNode>(probes, names::KSWAPD_NODES)?;
+    let since: aya::maps::Array<_, u64> =
+        aya::maps::Array::try_from(map(names::KSWAPD_AWAKE_SINCE)?)?;
+    let wakeups = per_cpu_array::<u64>(probes, names::KSWAPD_WAKEUPS)?;
+    let now = monotonic_ns();
+    for node in 0..online_node_limit() {
+        let mut sum = KswapdNode::default();
+        for n in nodes.get(&node, 0)?.iter() {
+            sum.wakes += n.wakes;
+            sum.sleeps += n.sleeps;
+            sum.awake_ns += n.awake_ns;
+        }
+        let woke = since.get(&node, 0)?;
+        let awake_now = (woke != 0).then(|| now.saturating_sub(woke));
+        if sum.wakes > 0 || awake_now.is_some() {
+            t.kswapd.push((node, sum, awake_now));
+        }
+        for zone in 0..MAX_ZONES {
+            let n = sum_u64(&wakeups, zone_cell(node, zone))?;
+            if n > 0 {
+                t.kswapd_wakeups.push((node, zone, n));
+            }
+        }
+    }
+    let wakers: AyaHashMap<_, [u8; 16], u64> = AyaHashMap::try_from(map(names::KSWAPD_WAKERS)?)?;
+    for (comm, n) in wakers.iter().flatten() {
+        t.kswapd_wakers.push((comm_to_string(&comm), n));
+    }
+    t.kswapd_wakers.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    Ok(())
+}
+
+/// A kernel task name (NUL-padded) as text; odd bytes become `?`.
+pub fn comm_to_string(comm: &[u8]) -> String {
+    comm.iter()
+        .take_while(|&&b| b != 0)
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Zone names per node, in the kernel's zone index order, from
+/// /proc/zoneinfo (which lists empty zones too, so positions are ids).
+pub fn zone_names(zoneinfo: &str) -> Vec<(u32, Vec<String>)> {
+    let mut out: Vec<(u32, Vec<String>)> = Vec::new();
+    for line in zoneinfo.lines() {
+        let Some(rest) = line.strip_prefix("Node ") else {
+            continue;
+        };
+        let Some((node, zone)) = rest.split_once(", zone") else {
+            continue;
+        };
+        let Ok(node) = node.trim().parse::<u32>() else {
+            continue;
+        };
+        let zone = zone.trim().to_string();
+        match out.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, zones)) => zones.push(zone),
+            None => out.push((node, vec![zone])),
+        }
+    }
+    out
+}
+
+/// CPU time (user + system, seconds) of every kswapd thread, by node.
+pub fn kswapd_cpu() -> Vec<(u32, f64)> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces; split at ')'.
+        let Some((head, tail)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let Some(node) = head
+            .split_once('(')
+            .and_then(|(_, comm)| comm.strip_prefix("kswapd"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let f: Vec<&str> = tail.split_whitespace().collect();
+        // After ')': state is field 3, utime 14, stime 15 (1-based).
+        let ticks = |i: usize| {
+            f.get(i - 3)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        out.push((node, (ticks(14) + ticks(15)) as f64 / hz));
+    }
+    out.sort_by_key(|(n, _)| *n);
+    out
 }
 
 /// Number of node ids worth reading: highest possible node + 1, capped.
@@ -240,6 +372,37 @@ mod tests {
         assert_eq!(d.sum(&["pgscan_anon", "pgscan_file"]), 15);
         assert_eq!(d.get("nr_free_pages"), 0);
         assert_eq!(d.get("absent"), 0);
+    }
+
+    #[test]
+    fn zone_names_follow_zoneinfo_order() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let text =
+                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
+            let zones = zone_names(&text);
+            assert_eq!(zones.len(), 1, "{release}: {zones:?}");
+            let (node, names) = &zones[0];
+            assert_eq!(*node, 0);
+            assert_eq!(&names[..3], ["DMA", "DMA32", "Normal"], "{release}");
+        }
+        let two =
+            "Node 0, zone   Normal\n  pages free 1\nNode 1, zone      DMA\nNode 1, zone   Normal\n";
+        assert_eq!(
+            zone_names(two),
+            vec![
+                (0, vec!["Normal".to_string()]),
+                (1, vec!["DMA".into(), "Normal".into()])
+            ]
+        );
+    }
+
+    #[test]
+    fn kswapd_threads_are_found() {
+        // Every Linux machine with memory has a kswapd per node.
+        let cpu = kswapd_cpu();
+        assert!(!cpu.is_empty());
+        assert!(cpu.iter().all(|(_, s)| *s >= 0.0));
     }
 
     #[test]

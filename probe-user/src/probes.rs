@@ -178,6 +178,26 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
+        id: "kswapd",
+        title: "kswapd awake periods per node",
+        fault_latency_only: false,
+        programs: &[
+            tp!("kswapd_wake", "vmscan": "mm_vmscan_kswapd_wake",
+                [req!("nid", kswapd_wake_nid)]),
+            tp!("kswapd_sleep", "vmscan": "mm_vmscan_kswapd_sleep",
+                [req!("nid", kswapd_sleep_nid)]),
+        ],
+    },
+    Metric {
+        id: "kswapd_wakeups",
+        title: "kswapd wakeups per zone and waker",
+        fault_latency_only: false,
+        programs: &[tp!("wakeup_kswapd", "vmscan": "mm_vmscan_wakeup_kswapd", [
+            req!("nid", wakeup_kswapd_nid),
+            req!("zid", wakeup_kswapd_zid),
+        ])],
+    },
+    Metric {
         id: "swap_out",
         title: "folios written by reclaim (anon: swap-out)",
         fault_latency_only: false,

@@ -116,6 +116,41 @@ pub struct SwapOutReport {
     pub file_folios: u64,
 }
 
+/// kswapd over the run, system-wide (kswapd works for every task).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KswapdReport {
+    pub nodes: Vec<KswapdNodeReport>,
+    /// Completed awake periods (wake to sleep), every node.
+    pub awake_periods: Option<Summary>,
+    /// `mm_vmscan_wakeup_kswapd` per node and zone.
+    pub wakeups: Vec<ZoneCount>,
+    /// Task names that woke kswapd most (at most 10).
+    pub wakers: Vec<NameCount>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KswapdNodeReport {
+    pub node: u32,
+    pub wakes: u64,
+    /// Awake time, including a period still open at the end (seconds).
+    pub awake_s: f64,
+    /// CPU time of this node's kswapd thread over the run (/proc stat).
+    pub cpu_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ZoneCount {
+    pub node: u32,
+    pub zone: String,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NameCount {
+    pub name: String,
+    pub count: u64,
+}
+
 /// One OOM victim (`oom:mark_victim`).
 #[derive(Clone, Debug, Serialize)]
 pub struct OomVictimReport {
@@ -219,6 +254,7 @@ pub struct RunReport {
     /// Processes that stalled most in reclaim, most first (at most 10).
     pub top_stallers: Vec<StallerReport>,
     pub swap_out: Option<SwapOutReport>,
+    pub kswapd: Option<KswapdReport>,
     /// Every OOM victim while tracing (None: the probe was unavailable).
     pub oom_victims: Option<Vec<OomVictimReport>>,
     pub faults: FaultReport,
@@ -305,7 +341,7 @@ impl RunReport {
             .iter()
             .map(|(pid, s)| StallerReport {
                 pid: *pid,
-                comm: comm_str(&s.comm),
+                comm: crate::collect::comm_to_string(&s.comm),
                 target: s.target != 0,
                 direct_stalls: s.direct_count,
                 direct_ns: s.direct_ns,
@@ -340,6 +376,59 @@ impl RunReport {
         };
     }
 
+    /// Adds the kswapd section. `cpu` is (node, seconds before, after);
+    /// `zones` names zone indices per node (from /proc/zoneinfo).
+    pub fn add_kswapd(
+        &mut self,
+        totals: &KernelTotals,
+        cpu: &[(u32, f64, f64)],
+        zones: &[(u32, Vec<String>)],
+    ) {
+        let mut k = KswapdReport::default();
+        for &(node, before, after) in cpu {
+            let (wakes, awake_ns) = totals
+                .kswapd
+                .iter()
+                .find(|(n, _, _)| *n == node)
+                .map_or((0, 0), |(_, t, open)| {
+                    (t.wakes, t.awake_ns + open.unwrap_or(0))
+                });
+            k.nodes.push(KswapdNodeReport {
+                node,
+                wakes,
+                awake_s: awake_ns as f64 / 1e9,
+                cpu_s: (after - before).max(0.0),
+            });
+        }
+        let periods = totals.hist(Hist::KswapdAwake);
+        if periods.iter().any(|&n| n > 0) {
+            k.awake_periods = Some(summarize(periods));
+        }
+        k.wakeups = totals
+            .kswapd_wakeups
+            .iter()
+            .map(|&(node, zid, count)| ZoneCount {
+                node,
+                zone: zones
+                    .iter()
+                    .find(|(n, _)| *n == node)
+                    .and_then(|(_, z)| z.get(zid as usize).cloned())
+                    .unwrap_or_else(|| format!("zone{zid}")),
+                count,
+            })
+            .collect();
+        k.wakers = totals
+            .kswapd_wakers
+            .iter()
+            .take(10)
+            .map(|(name, count)| NameCount {
+                name: name.clone(),
+                count: *count,
+            })
+            .collect();
+        self.kswapd = Some(k);
+    }
+
     /// Adds the OOM victims read from the ring buffer; `start_ns` is the
     /// CLOCK_MONOTONIC time the command started.
     pub fn add_oom_victims(&mut self, victims: &[vmtrace_common::OomVictim], start_ns: u64) {
@@ -349,7 +438,7 @@ impl RunReport {
                 .map(|v| OomVictimReport {
                     time_s: v.time_ns.saturating_sub(start_ns) as f64 / 1e9,
                     pid: v.pid,
-                    comm: comm_str(&v.comm),
+                    comm: crate::collect::comm_to_string(&v.comm),
                     target: v.target != 0,
                     total_vm_kb: v.total_vm_kb,
                     anon_rss_kb: v.anon_rss_kb,
@@ -616,6 +705,50 @@ impl RunReport {
                 w.anon_folios, v.pswpout
             )?;
             writeln!(o, "file writeback by reclaim: {} folios", w.file_folios)?;
+        }
+        if let Some(k) = &self.kswapd {
+            writeln!(o)?;
+            writeln!(o, "kswapd (system-wide)")?;
+            writeln!(
+                o,
+                "  {:>4} {:>8} {:>10} {:>10}",
+                "node", "wakes", "awake", "cpu"
+            )?;
+            for n in &k.nodes {
+                writeln!(
+                    o,
+                    "  {:>4} {:>8} {:>9.2}s {:>9.2}s",
+                    n.node, n.wakes, n.awake_s, n.cpu_s
+                )?;
+            }
+            if let Some(p) = &k.awake_periods {
+                writeln!(o, "kswapd awake periods: {} in all", p.count)?;
+                write_hist(o, p)?;
+            }
+            if !k.wakeups.is_empty() {
+                let z: Vec<String> = k
+                    .wakeups
+                    .iter()
+                    .map(|w| format!("node {} {} {}", w.node, w.zone, w.count))
+                    .collect();
+                let text = format!(
+                    "  wakeups by highest zone of the allocation: {}",
+                    z.join(", ")
+                );
+                for line in wrap(&text, 72) {
+                    writeln!(o, "{line}")?;
+                }
+            }
+            if !k.wakers.is_empty() {
+                let w: Vec<String> = k
+                    .wakers
+                    .iter()
+                    .map(|w| format!("{} {}", w.name, w.count))
+                    .collect();
+                for line in wrap(&format!("  woken by: {}", w.join(", ")), 72) {
+                    writeln!(o, "{line}")?;
+                }
+            }
         }
         if let Some(victims) = &self.oom_victims
             && !victims.is_empty()
@@ -893,20 +1026,6 @@ fn power_of_two_rows(s: &Summary) -> Vec<(u64, u64, u64, String)> {
             };
             let width = ((n as u128 * 32).div_ceil(max as u128)) as usize;
             (lo, hi, n, "@".repeat(width.min(32)))
-        })
-        .collect()
-}
-
-/// A kernel `comm` (NUL-padded) as text; non-ASCII bytes become `?`.
-fn comm_str(comm: &[u8]) -> String {
-    comm.iter()
-        .take_while(|&&b| b != 0)
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                b as char
-            } else {
-                '?'
-            }
         })
         .collect()
 }

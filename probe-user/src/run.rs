@@ -110,13 +110,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
+    let kswapd_cpu_before = collect::kswapd_cpu();
     let before = VmStat::read()?;
     let started = Instant::now();
-    let started_mono_ns = monotonic_ns();
+    let started_mono_ns = collect::monotonic_ns();
     let pid = spawn(&opts.command, &membox)?;
     let waited = rt.block_on(wait(pid, &mut signals, &membox, &mut probes, opts.progress))?;
     let wall = started.elapsed();
     let after = VmStat::read()?;
+    let kswapd_cpu_after = collect::kswapd_cpu();
     let totals = collect::read(&probes)?;
     probes.flush_log();
     probes.drain_oom();
@@ -163,6 +165,22 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         ..Default::default()
     };
     report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
+    if enabled.contains(&"kswapd") || enabled.contains(&"kswapd_wakeups") {
+        let cpu: Vec<(u32, f64, f64)> = kswapd_cpu_after
+            .iter()
+            .map(|&(node, after)| {
+                let before = kswapd_cpu_before
+                    .iter()
+                    .find(|(n, _)| *n == node)
+                    .map_or(after, |(_, b)| *b);
+                (node, before, after)
+            })
+            .collect();
+        let zones = std::fs::read_to_string("/proc/zoneinfo")
+            .map(|z| collect::zone_names(&z))
+            .unwrap_or_default();
+        report.add_kswapd(&totals, &cpu, &zones);
+    }
     if enabled.contains(&"oom") {
         report.add_oom_victims(&oom_victims, started_mono_ns);
     }
@@ -348,17 +366,6 @@ pub fn probe_listing() -> Result<Vec<probes::Listed>> {
         None => live,
     };
     probes::listing(&tracefs, Path::new("/sys/kernel/btf/vmlinux").exists())
-}
-
-/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 pub fn kernel_release() -> String {

@@ -620,3 +620,101 @@ fn probes_listing_matches_live_tracefs() {
         let _ = Command::new("umount").arg("/sys/kernel/tracing").status();
     }
 }
+
+/// Global pressure, bounded: a hog half a GiB larger than the free memory
+/// (swap behind it, so nothing is OOM-killed) makes kswapd reclaim. What
+/// vmtrace saw of kswapd must match the kernel's own counters.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn kswapd_under_global_pressure_matches_vmstat() {
+    let _g = guard();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let kb = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let mib = kb("MemFree:") / 1024 + 512;
+    // The hog never exceeds what reclaim can free plus the swap added.
+    assert!(
+        mib * 1024 < kb("MemAvailable:") + (2 << 20),
+        "{mib} MiB would not fit"
+    );
+    let before = vmstat();
+    let out = vmtrace(&["run", "--json", "--progress", "0", "--swap", "2G", "--"])
+        .arg(memhog())
+        .args(["--mib", &mib.to_string()])
+        .output()
+        .expect("run vmtrace");
+    let after = vmstat();
+    let r = json_of(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let k = &r["kswapd"];
+    let rounds: u64 = k["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["wakes"].as_u64().unwrap_or(0))
+        .sum();
+    let pageoutrun = delta(&before, &after, &["pageoutrun"]);
+    eprintln!("kswapd rounds: vmtrace {rounds}, pageoutrun {pageoutrun}");
+    assert!(rounds > 0, "{k:#}");
+    assert!(within(rounds, pageoutrun, 0.05), "{rounds} vs {pageoutrun}");
+    let wakeups: u64 = k["wakeups"]
+        .as_array()
+        .expect("wakeups")
+        .iter()
+        .map(|w| w["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(wakeups > 0, "{k:#}");
+    assert!(
+        k["wakers"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["name"] == "memhog")),
+        "{k:#}"
+    );
+
+    // kswapd's share of the LRU scanning equals vmstat's pgscan_kswapd.
+    let rows = r["lru_shrink_inactive"].as_array().expect("lru");
+    let (scanned, reclaimed) = (
+        lru_sum(rows, "kswapd", "nr_scanned"),
+        lru_sum(rows, "kswapd", "nr_reclaimed"),
+    );
+    let pgscan_kswapd = delta(&before, &after, &["pgscan_kswapd"]);
+    let pgsteal_kswapd = delta(&before, &after, &["pgsteal_kswapd"]);
+    eprintln!(
+        "kswapd scanned {scanned} vs {pgscan_kswapd}; reclaimed {reclaimed} vs {pgsteal_kswapd}"
+    );
+    assert!(scanned > 0);
+    assert!(
+        within(scanned, pgscan_kswapd, 0.01),
+        "{scanned} vs {pgscan_kswapd}"
+    );
+    assert!(
+        within(reclaimed, pgsteal_kswapd, 0.01),
+        "{reclaimed} vs {pgsteal_kswapd}"
+    );
+    // Global direct reclaim, when it happened, is the hog's and matches
+    // vmstat's pgscan_direct too.
+    let direct = lru_sum(rows, "direct", "nr_scanned");
+    let pgscan_direct = delta(&before, &after, &["pgscan_direct"]);
+    assert!(
+        within(direct, pgscan_direct, 0.01),
+        "{direct} vs {pgscan_direct}"
+    );
+}
+
+/// Sum of one field of the LRU rows of one reclaim context.
+fn lru_sum(rows: &[Value], context: &str, key: &str) -> u64 {
+    rows.iter()
+        .filter(|row| row["context"] == context)
+        .map(|row| row[key].as_u64().unwrap_or(0))
+        .sum()
+}

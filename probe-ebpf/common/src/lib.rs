@@ -31,14 +31,17 @@ pub enum Hist {
     MinorFault = 2,
     /// Duration of a major page fault of a target task (ns; --fault-latency).
     MajorFault = 3,
+    /// One kswapd awake period, wake to sleep, any node (ns).
+    KswapdAwake = 4,
 }
 
 impl Hist {
-    pub const ALL: [Hist; 4] = [
+    pub const ALL: [Hist; 5] = [
         Hist::DirectReclaim,
         Hist::MemcgReclaim,
         Hist::MinorFault,
         Hist::MajorFault,
+        Hist::KswapdAwake,
     ];
     pub const COUNT: u32 = Self::ALL.len() as u32;
 }
@@ -186,6 +189,31 @@ pub struct LruShrinkActive {
     pub nr_referenced: u64,
 }
 
+/// Zones per node a table has room for (DMA, DMA32, Normal, Movable,
+/// Device, and spare).
+pub const MAX_ZONES: u32 = 8;
+
+/// Index of a (node, zone) cell in `KSWAPD_WAKEUPS`.
+pub const fn zone_cell(node: u32, zone: u32) -> u32 {
+    node * MAX_ZONES + zone
+}
+
+/// Per node: kswapd's sleeps and wakes (`KSWAPD_NODES`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KswapdNode {
+    /// `mm_vmscan_kswapd_wake` events: one per balancing round
+    /// (balance_pgdat), as /proc/vmstat's pageoutrun counts them.
+    pub wakes: u64,
+    /// `mm_vmscan_kswapd_sleep` events that closed an awake period.
+    pub sleeps: u64,
+    /// Sum of closed awake periods (ns).
+    pub awake_ns: u64,
+}
+
+/// Distinct waker names kept in `KSWAPD_WAKERS` (LRU).
+pub const MAX_WAKERS: u32 = 1024;
+
 /// Allocation orders tracked one by one; higher ones share the last cell.
 pub const ORDERS: u32 = 12;
 
@@ -299,6 +327,11 @@ pub struct Fields {
     pub mark_victim_anon_rss: Field,
     pub mark_victim_file_rss: Field,
     pub mark_victim_shmem_rss: Field,
+    /// `mm_vmscan_kswapd_wake` / `_sleep` / `mm_vmscan_wakeup_kswapd`.
+    pub kswapd_wake_nid: Field,
+    pub kswapd_sleep_nid: Field,
+    pub wakeup_kswapd_nid: Field,
+    pub wakeup_kswapd_zid: Field,
 }
 
 impl Fields {
@@ -325,6 +358,10 @@ pub mod names {
     pub const RECLAIM_ORDER: &str = "RECLAIM_ORDER";
     pub const RECLAIM_STALLERS: &str = "RECLAIM_STALLERS";
     pub const OOM_VICTIMS: &str = "OOM_VICTIMS";
+    pub const KSWAPD_NODES: &str = "KSWAPD_NODES";
+    pub const KSWAPD_AWAKE_SINCE: &str = "KSWAPD_AWAKE_SINCE";
+    pub const KSWAPD_WAKEUPS: &str = "KSWAPD_WAKEUPS";
+    pub const KSWAPD_WAKERS: &str = "KSWAPD_WAKERS";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
@@ -340,6 +377,7 @@ mod pod {
     unsafe impl aya::Pod for super::LruShrinkActive {}
     unsafe impl aya::Pod for super::Staller {}
     unsafe impl aya::Pod for super::OomVictim {}
+    unsafe impl aya::Pod for super::KswapdNode {}
     unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
