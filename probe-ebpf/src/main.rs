@@ -8,6 +8,8 @@
 //!   context and LRU type, and reclaim priorities;
 //! - `kswapd`: kswapd awake periods per node, and who woke it for which
 //!   zone;
+//! - `stall`: other reclaim-side waits: slab shrinking, reclaim
+//!   throttling, compaction;
 //! - `swap`: swap-out (`mm_vmscan_write_folio` of anon folios);
 //! - `oom`: OOM victims (`oom:mark_victim`);
 //! - `fault`: major-fault counts and, behind an option, fault latency.
@@ -24,6 +26,7 @@ mod lru;
 mod oom;
 mod reclaim;
 mod shared;
+mod stall;
 mod swap;
 
 #[cfg(not(test))]

@@ -8,8 +8,8 @@ use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
     Counter, Hist, KswapdNode, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES,
-    ORDERS, PRIORITIES, ReclaimContext, Staller, hist::Buckets, lru_cell, names, order_cell,
-    priority_cell, zone_cell,
+    ORDERS, PRIORITIES, ReclaimContext, Staller, THROTTLE_REASONS, hist::Buckets, lru_cell, names,
+    order_cell, priority_cell, zone_cell,
 };
 
 use crate::probes::Probes;
@@ -39,6 +39,9 @@ pub struct KernelTotals {
     pub kswapd_wakeups: Vec<(u32, u32, u64)>,
     /// Who woke kswapd (task name, times).
     pub kswapd_wakers: Vec<(String, u64)>,
+    /// Target throttling events per reason bit (writeback, isolated,
+    /// noprogress, congested).
+    pub throttle_reasons: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,6 +171,10 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
     // An entry evicted between listing and lookup is skipped.
     t.stallers.extend(stallers.iter().flatten());
     read_kswapd(probes, &mut t)?;
+    let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;
+    t.throttle_reasons = (0..THROTTLE_REASONS)
+        .map(|i| sum_u64(&reasons, i))
+        .collect::<Result<_>>()?;
     Ok(t)
 }
 

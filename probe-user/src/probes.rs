@@ -198,6 +198,34 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
+        id: "slab_shrink",
+        title: "slab shrinker latency",
+        fault_latency_only: false,
+        programs: &[
+            tp!("shrink_slab_start", "vmscan": "mm_shrink_slab_start", []),
+            tp!("shrink_slab_end", "vmscan": "mm_shrink_slab_end",
+                [opt!("retval", shrink_slab_end_retval)]),
+        ],
+    },
+    Metric {
+        id: "throttle",
+        title: "reclaim throttling",
+        fault_latency_only: false,
+        programs: &[tp!("throttled", "vmscan": "mm_vmscan_throttled", [
+            req!("usec_delayed", throttled_usec_delayed),
+            opt!("reason", throttled_reason),
+        ])],
+    },
+    Metric {
+        id: "compaction",
+        title: "compaction runs",
+        fault_latency_only: false,
+        programs: &[
+            tp!("compaction_begin", "compaction": "mm_compaction_begin", []),
+            tp!("compaction_end", "compaction": "mm_compaction_end", []),
+        ],
+    },
+    Metric {
         id: "swap_out",
         title: "folios written by reclaim (anon: swap-out)",
         fault_latency_only: false,

@@ -116,6 +116,35 @@ pub struct SwapOutReport {
     pub file_folios: u64,
 }
 
+/// Slab shrinking (every task: kswapd and reclaimers alike).
+#[derive(Clone, Debug, Serialize)]
+pub struct SlabReport {
+    /// Duration of each shrinker call.
+    pub calls: Summary,
+    pub objects_freed: u64,
+}
+
+/// Reclaim throttling of the target's tasks.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThrottleReport {
+    /// Time each throttling put a target task to sleep.
+    pub delays: Summary,
+    pub writeback: u64,
+    pub isolated: u64,
+    pub noprogress: u64,
+    pub congested: u64,
+    /// Throttling events of every task.
+    pub all_tasks: u64,
+}
+
+/// Compaction runs of the target's tasks.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompactionReport {
+    pub runs: Summary,
+    /// Compaction runs of every task (kcompactd and proactive included).
+    pub all_tasks: u64,
+}
+
 /// kswapd over the run, system-wide (kswapd works for every task).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct KswapdReport {
@@ -255,6 +284,9 @@ pub struct RunReport {
     pub top_stallers: Vec<StallerReport>,
     pub swap_out: Option<SwapOutReport>,
     pub kswapd: Option<KswapdReport>,
+    pub slab_shrink: Option<SlabReport>,
+    pub throttle: Option<ThrottleReport>,
+    pub compaction: Option<CompactionReport>,
     /// Every OOM victim while tracing (None: the probe was unavailable).
     pub oom_victims: Option<Vec<OomVictimReport>>,
     pub faults: FaultReport,
@@ -352,6 +384,29 @@ impl RunReport {
         stallers.sort_by_key(|s| std::cmp::Reverse(s.direct_ns + s.memcg_ns));
         stallers.truncate(10);
         self.top_stallers = stallers;
+        if enabled("slab_shrink") {
+            self.slab_shrink = Some(SlabReport {
+                calls: summarize(totals.hist(Hist::SlabShrink)),
+                objects_freed: totals.counter(Counter::SlabFreed),
+            });
+        }
+        if enabled("throttle") {
+            let r = |i: usize| totals.throttle_reasons.get(i).copied().unwrap_or(0);
+            self.throttle = Some(ThrottleReport {
+                delays: summarize(totals.hist(Hist::Throttle)),
+                writeback: r(0),
+                isolated: r(1),
+                noprogress: r(2),
+                congested: r(3),
+                all_tasks: totals.counter(Counter::ThrottledAll),
+            });
+        }
+        if enabled("compaction") {
+            self.compaction = Some(CompactionReport {
+                runs: summarize(totals.hist(Hist::Compaction)),
+                all_tasks: totals.counter(Counter::CompactionsAll),
+            });
+        }
         if enabled("swap_out") {
             self.swap_out = Some(SwapOutReport {
                 anon_folios: totals.counter(Counter::WriteFolioAnon),
@@ -695,6 +750,50 @@ impl RunReport {
                     "  {:<7} {:<4} {:>11} {:>11} {:>12} {:>12}",
                     r.context, r.lru, r.nr_taken, r.nr_active, r.nr_deactivated, r.nr_referenced
                 )?;
+            }
+        }
+        if let Some(t) = &self.throttle {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "reclaim throttling: {} waits, {} asleep ({} of all tasks)",
+                t.delays.count,
+                fmt_ns(t.delays.total_ns),
+                t.all_tasks
+            )?;
+            writeln!(
+                o,
+                "  reasons: writeback {}, isolated {}, noprogress {}, congested {}",
+                t.writeback, t.isolated, t.noprogress, t.congested
+            )?;
+            if t.delays.count > 0 {
+                write_hist(o, &t.delays)?;
+            }
+        }
+        if let Some(c) = &self.compaction {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "compaction: {} runs, {} ({} runs of all tasks)",
+                c.runs.count,
+                fmt_ns(c.runs.total_ns),
+                c.all_tasks
+            )?;
+            if c.runs.count > 0 {
+                write_hist(o, &c.runs)?;
+            }
+        }
+        if let Some(sl) = &self.slab_shrink {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "slab shrinking (all tasks): {} shrinker calls, {}, {} freed",
+                sl.calls.count,
+                fmt_ns(sl.calls.total_ns),
+                sl.objects_freed
+            )?;
+            if sl.calls.count > 0 {
+                write_hist(o, &sl.calls)?;
             }
         }
         if let Some(w) = &self.swap_out {

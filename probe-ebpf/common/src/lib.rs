@@ -33,15 +33,24 @@ pub enum Hist {
     MajorFault = 3,
     /// One kswapd awake period, wake to sleep, any node (ns).
     KswapdAwake = 4,
+    /// One shrink_slab call (one shrinker), any task (ns).
+    SlabShrink = 5,
+    /// Time a target task was throttled in reclaim (ns, from usec_delayed).
+    Throttle = 6,
+    /// One compaction run (begin..end) of a target task (ns).
+    Compaction = 7,
 }
 
 impl Hist {
-    pub const ALL: [Hist; 5] = [
+    pub const ALL: [Hist; 8] = [
         Hist::DirectReclaim,
         Hist::MemcgReclaim,
         Hist::MinorFault,
         Hist::MajorFault,
         Hist::KswapdAwake,
+        Hist::SlabShrink,
+        Hist::Throttle,
+        Hist::Compaction,
     ];
     pub const COUNT: u32 = Self::ALL.len() as u32;
 }
@@ -80,11 +89,26 @@ pub enum Counter {
     OomVictims = 13,
     /// OOM victim records lost because the ring buffer was full.
     OomRecordsDropped = 14,
+    /// Objects freed by shrinkers (`mm_shrink_slab_end.retval`), any task.
+    SlabFreed = 15,
+    /// Reclaim throttling events, every task.
+    ThrottledAll = 16,
+    /// Compaction runs, every task (direct, kcompactd, proactive).
+    CompactionsAll = 17,
+    /// Slab/compaction starts not recorded because the map was full.
+    SpanStartDropped = 18,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 15;
+    pub const COUNT: u32 = 19;
 }
+
+/// `mm_vmscan_throttled` reasons (bit numbers of `reason`), in order:
+/// VMSCAN_THROTTLE_WRITEBACK, _ISOLATED, _NOPROGRESS, _CONGESTED.
+pub const THROTTLE_REASONS: u32 = 4;
+
+/// Entries in the per-task slab/compaction start maps (LRU).
+pub const MAX_TASKS_IN_SPAN: u32 = 16384;
 
 /// Who was reclaiming when the LRU was shrunk. Decided in the kernel from
 /// the per-task reclaim map (direct/memcg) and the task name (kswapd).
@@ -332,6 +356,11 @@ pub struct Fields {
     pub kswapd_sleep_nid: Field,
     pub wakeup_kswapd_nid: Field,
     pub wakeup_kswapd_zid: Field,
+    /// `mm_shrink_slab_end.retval` (objects freed).
+    pub shrink_slab_end_retval: Field,
+    /// `mm_vmscan_throttled.usec_delayed` / `.reason`.
+    pub throttled_usec_delayed: Field,
+    pub throttled_reason: Field,
 }
 
 impl Fields {
@@ -362,6 +391,7 @@ pub mod names {
     pub const KSWAPD_AWAKE_SINCE: &str = "KSWAPD_AWAKE_SINCE";
     pub const KSWAPD_WAKEUPS: &str = "KSWAPD_WAKEUPS";
     pub const KSWAPD_WAKERS: &str = "KSWAPD_WAKERS";
+    pub const THROTTLE_REASON: &str = "THROTTLE_REASON";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
