@@ -281,6 +281,21 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         .map(|row| row["events"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(prio_total, events);
+    // memcg reclaim runs the memcg-aware shrinkers: timed, every call.
+    let slab = &r["slab_shrink"]["calls"];
+    assert!(slab["count"].as_u64().unwrap_or(0) > 0, "{slab:#}");
+    assert!(slab["p50_ns"].as_u64().unwrap_or(0) > 0, "{slab:#}");
+    // Throttling and compaction are reported (zero or not) when available.
+    assert!(
+        r["throttle"]["delays"]["count"].is_u64(),
+        "{:#}",
+        r["throttle"]
+    );
+    assert!(
+        r["compaction"]["all_tasks"].is_u64(),
+        "{:#}",
+        r["compaction"]
+    );
 }
 
 /// A deliberate OOM: a hog in a 64 MiB box without swap is killed; the
