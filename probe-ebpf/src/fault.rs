@@ -1,7 +1,11 @@
 //! Page faults. Counting is cheap: a perf_event program on the software
 //! event PAGE_FAULTS_MAJ (raised by the kernel at the end of
 //! handle_mm_fault, only for major faults) counts every major fault and the
-//! target's.
+//! target's. Per process, minor and major counts come from the kernel's
+//! own per-task counters, read once per thread at exit
+//! (`sched_process_exit`): nothing runs on the fault path for them.
+//! Kernel-mode faults (`page_fault_kernel`, BTF tracepoint) are counted
+//! apart.
 //!
 //! Fault latency (`--fault-latency`, off by default: it costs ~20% of a
 //! minor fault here, see ../shared/FACTS.md) stamps the task at the
@@ -9,13 +13,21 @@
 //! copy) and closes the stamp from the PAGE_FAULTS_MIN/MAJ programs.
 
 use aya_ebpf::{
-    macros::{btf_tracepoint, map, perf_event},
+    helpers::{
+        bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_probe_read_kernel,
+        generated::bpf_get_current_task,
+    },
+    macros::{btf_tracepoint, map, perf_event, tracepoint},
     maps::LruHashMap,
-    programs::{BtfTracePointContext, PerfEventContext},
+    programs::{BtfTracePointContext, PerfEventContext, TracePointContext},
 };
-use vmtrace_common::{Counter, Hist, MAX_TASKS_IN_FAULT};
+use vmtrace_common::{Counter, Field, Hist, MAX_PROCESSES, MAX_TASKS_IN_FAULT, ProcFaults};
 
-use crate::shared::{count, current_tid, in_target, now_ns, record};
+use crate::shared::{count, current_tid, fields, in_target, now_ns, record};
+
+/// Fault counts of the target's processes, by tgid.
+#[map]
+static PROCESS_FAULTS: LruHashMap<u32, ProcFaults> = LruHashMap::with_max_entries(MAX_PROCESSES, 0);
 
 /// Start of the fault each target thread is in (0 = none). LRU, so that
 /// threads that exit mid-fault cannot fill it.
@@ -74,4 +86,55 @@ fn close(h: Hist) {
             unsafe { *start = 0 };
         }
     }
+}
+
+/// A target thread is exiting: add its lifetime fault counts (the
+/// kernel's task_struct min_flt/maj_flt) to its process.
+#[tracepoint]
+pub fn process_exit(_ctx: TracePointContext) -> u32 {
+    if !in_target() {
+        return 0;
+    }
+    let f = fields();
+    // SAFETY: the helper returns the current task (the exiting thread).
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let read = |field: Field| -> u64 {
+        if field.size != 8 {
+            return 0;
+        }
+        // SAFETY: bpf_probe_read_kernel checks the address.
+        unsafe { bpf_probe_read_kernel(task.add(field.offset as usize) as *const u64).unwrap_or(0) }
+    };
+    let (min_flt, maj_flt) = (read(f.task_min_flt), read(f.task_maj_flt));
+    count(Counter::ExitedThreads, 1);
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if let Some(p) = PROCESS_FAULTS.get_ptr_mut(&tgid) {
+        // SAFETY: a live entry; threads of one process exiting at the same
+        // instant on two CPUs can lose an addition.
+        let p = unsafe { &mut *p };
+        p.min_flt += min_flt;
+        p.maj_flt += maj_flt;
+        p.threads += 1;
+        // The name at exit: after exec, the program's.
+        p.comm = bpf_get_current_comm().unwrap_or(p.comm);
+        return 0;
+    }
+    let p = ProcFaults {
+        comm: bpf_get_current_comm().unwrap_or([0; 16]),
+        min_flt,
+        maj_flt,
+        threads: 1,
+    };
+    let _ = PROCESS_FAULTS.insert(&tgid, &p, 0);
+    0
+}
+
+/// Kernel-mode faults of target tasks (copy_to_user into untouched
+/// pages, for instance): counted apart from user faults.
+#[btf_tracepoint(function = "page_fault_kernel")]
+pub fn page_fault_kernel(_ctx: BtfTracePointContext) -> i32 {
+    if in_target() {
+        count(Counter::KernelFaultsTarget, 1);
+    }
+    0
 }

@@ -8,8 +8,8 @@ use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
     Counter, Hist, KswapdNode, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES,
-    ORDERS, PRIORITIES, ReclaimContext, Staller, THROTTLE_REASONS, hist::Buckets, lru_cell, names,
-    order_cell, priority_cell, zone_cell,
+    ORDERS, PRIORITIES, ProcFaults, ReclaimContext, Staller, THROTTLE_REASONS, hist::Buckets,
+    lru_cell, names, order_cell, priority_cell, zone_cell,
 };
 
 use crate::probes::Probes;
@@ -39,6 +39,8 @@ pub struct KernelTotals {
     pub kswapd_wakeups: Vec<(u32, u32, u64)>,
     /// Who woke kswapd (task name, times).
     pub kswapd_wakers: Vec<(String, u64)>,
+    /// Page faults per process of the target (tgid, record).
+    pub processes: Vec<(u32, ProcFaults)>,
     /// Target throttling events per reason bit (writeback, isolated,
     /// noprogress, congested).
     pub throttle_reasons: Vec<u64>,
@@ -171,6 +173,12 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
     // An entry evicted between listing and lookup is skipped.
     t.stallers.extend(stallers.iter().flatten());
     read_kswapd(probes, &mut t)?;
+    let processes = probes
+        .ebpf
+        .map(names::PROCESS_FAULTS)
+        .ok_or_else(|| anyhow!("map {} is not in the eBPF object", names::PROCESS_FAULTS))?;
+    let processes: AyaHashMap<_, u32, ProcFaults> = AyaHashMap::try_from(processes)?;
+    t.processes.extend(processes.iter().flatten());
     let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;
     t.throttle_reasons = (0..THROTTLE_REASONS)
         .map(|i| sum_u64(&reasons, i))

@@ -39,7 +39,7 @@ impl Hook {
             Hook::Tracepoint { system, events } => {
                 format!("tracepoint {system}:{}", events.join("|"))
             }
-            Hook::BtfTracepoint { event } => format!("BTF tracepoint {event}"),
+            Hook::BtfTracepoint { event } => format!("BTF tracepoint exceptions:{event}"),
             Hook::PerfSoftware(ev) => {
                 let name = match ev {
                     SoftwareEvent::PageFaultsMaj => "PAGE_FAULTS_MAJ",
@@ -61,12 +61,32 @@ pub struct FieldUse {
     pub required: bool,
 }
 
+/// A member of a kernel struct a program reads, resolved from kernel BTF.
+pub struct MemberUse {
+    pub strukt: &'static str,
+    pub member: &'static str,
+    pub slot: fn(&mut Fields) -> &mut Field,
+}
+
+/// Kernel type information: where struct members lie on this kernel.
+pub trait KernelTypes {
+    fn member_offset(&self, strukt: &str, member: &str) -> Option<u32>;
+}
+
+impl KernelTypes for crate::btf::Btf {
+    fn member_offset(&self, strukt: &str, member: &str) -> Option<u32> {
+        crate::btf::Btf::member_offset(self, strukt, member)
+    }
+}
+
 /// One eBPF program of `probe-ebpf`.
 pub struct Program {
     /// The function name in `probe-ebpf` (= program name in the object).
     pub name: &'static str,
     pub hook: Hook,
     pub fields: &'static [FieldUse],
+    /// Kernel struct members it reads (8-byte integers).
+    pub members: &'static [MemberUse],
 }
 
 /// A measurement: all its programs attach, or none do.
@@ -111,6 +131,7 @@ macro_rules! tp {
                 events: &[$($event),+],
             },
             fields: &[$($field),*],
+            members: &[],
         }
     };
 }
@@ -255,6 +276,45 @@ pub const CATALOGUE: &[Metric] = &[
             name: "major_fault",
             hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMaj),
             fields: &[],
+            members: &[],
+        }],
+    },
+    Metric {
+        id: "process_faults",
+        title: "page faults per process (counted at exit)",
+        fault_latency_only: false,
+        programs: &[Program {
+            name: "process_exit",
+            hook: Hook::Tracepoint {
+                system: "sched",
+                events: &["sched_process_exit"],
+            },
+            fields: &[],
+            members: &[
+                MemberUse {
+                    strukt: "task_struct",
+                    member: "min_flt",
+                    slot: |f: &mut Fields| &mut f.task_min_flt,
+                },
+                MemberUse {
+                    strukt: "task_struct",
+                    member: "maj_flt",
+                    slot: |f: &mut Fields| &mut f.task_maj_flt,
+                },
+            ],
+        }],
+    },
+    Metric {
+        id: "kernel_faults",
+        title: "kernel-mode page faults",
+        fault_latency_only: false,
+        programs: &[Program {
+            name: "page_fault_kernel",
+            hook: Hook::BtfTracepoint {
+                event: "page_fault_kernel",
+            },
+            fields: &[],
+            members: &[],
         }],
     },
     Metric {
@@ -268,11 +328,13 @@ pub const CATALOGUE: &[Metric] = &[
                     event: "page_fault_user",
                 },
                 fields: &[],
+                members: &[],
             },
             Program {
                 name: "minor_fault",
                 hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMin),
                 fields: &[],
+                members: &[],
             },
         ],
     },
@@ -302,7 +364,11 @@ impl Plan {
 /// Decides, from a tracefs tree and whether kernel BTF exists, which
 /// metrics can run and where their fields are. Pure: the tests feed it the
 /// format files of other kernels.
-pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Result<Plan> {
+pub fn plan(
+    tracefs: &TraceFs,
+    types: Option<&dyn KernelTypes>,
+    fault_latency: bool,
+) -> Result<Plan> {
     let mut plan = Plan::default();
     'metric: for metric in CATALOGUE {
         if metric.fault_latency_only && !fault_latency {
@@ -358,7 +424,7 @@ pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Resu
                     }
                 }
                 Hook::BtfTracepoint { event } => {
-                    if !btf_available {
+                    if types.is_none() {
                         plan.unavailable.push((
                             metric.id,
                             format!("kernel BTF (/sys/kernel/btf/vmlinux) is missing, needed for {event}"),
@@ -374,6 +440,28 @@ pub fn plan(tracefs: &TraceFs, btf_available: bool, fault_latency: bool) -> Resu
                     }
                 }
                 Hook::PerfSoftware(_) => {}
+            }
+            for m in program.members {
+                let Some(types) = types else {
+                    plan.unavailable.push((
+                        metric.id,
+                        format!(
+                            "kernel BTF (/sys/kernel/btf/vmlinux) is missing, needed for {}.{}",
+                            m.strukt, m.member
+                        ),
+                    ));
+                    continue 'metric;
+                };
+                match types.member_offset(m.strukt, m.member).map(u16::try_from) {
+                    Some(Ok(offset)) => *(m.slot)(&mut fields) = Field { offset, size: 8 },
+                    _ => {
+                        plan.unavailable.push((
+                            metric.id,
+                            format!("kernel BTF has no usable {}.{}", m.strukt, m.member),
+                        ));
+                        continue 'metric;
+                    }
+                }
             }
         }
         plan.fields = fields;
@@ -399,8 +487,8 @@ pub struct Listed {
 }
 
 /// Every metric of the catalogue and whether this kernel can run it.
-pub fn listing(tracefs: &TraceFs, btf_available: bool) -> Result<Vec<Listed>> {
-    let plan = plan(tracefs, btf_available, true)?;
+pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec<Listed>> {
+    let plan = plan(tracefs, types, true)?;
     Ok(CATALOGUE
         .iter()
         .map(|m| {
@@ -599,11 +687,26 @@ mod tests {
             .join(release)
     }
 
+    /// Stands in for kernel BTF in tests of other kernels' formats.
+    pub struct FakeTypes;
+
+    impl KernelTypes for FakeTypes {
+        fn member_offset(&self, strukt: &str, member: &str) -> Option<u32> {
+            match (strukt, member) {
+                ("task_struct", "min_flt") => Some(2480),
+                ("task_struct", "maj_flt") => Some(2488),
+                _ => None,
+            }
+        }
+    }
+
+    const TYPES: Option<&dyn KernelTypes> = Some(&FakeTypes);
+
     #[test]
     fn every_shipped_kernel_has_every_default_metric() {
         for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
             let tracefs = TraceFs::at(&kernel_formats(release));
-            let plan = plan(&tracefs, true, true).expect("plan");
+            let plan = plan(&tracefs, TYPES, true).expect("plan");
             assert!(
                 plan.unavailable.is_empty(),
                 "{release}: {:?}",
@@ -668,7 +771,7 @@ mod tests {
         let tmp = tempdir("missing-tp");
         copy_tree(&kernel_formats("6.1.0-57-amd64"), &tmp);
         std::fs::remove_dir_all(tmp.join("vmscan/mm_vmscan_memcg_reclaim_end")).expect("rm");
-        let plan = plan(&TraceFs::at(&tmp), true, false).expect("plan");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, false).expect("plan");
         assert_eq!(plan.unavailable.len(), 1, "{:?}", plan.unavailable);
         assert_eq!(plan.unavailable[0].0, "memcg_reclaim");
         assert!(
@@ -697,7 +800,7 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         std::fs::write(&path, text).expect("write");
-        let plan = plan(&TraceFs::at(&tmp), true, false).expect("plan");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, false).expect("plan");
         assert_eq!(plan.unavailable.len(), 1);
         assert_eq!(plan.unavailable[0].0, "lru_shrink_inactive");
         assert!(plan.unavailable[0].1.contains("no field nr_scanned"));
@@ -723,7 +826,7 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         std::fs::write(&path, text).expect("write");
-        let plan = plan(&TraceFs::at(&tmp), true, false).expect("plan");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, false).expect("plan");
         assert!(plan.unavailable.is_empty(), "{:?}", plan.unavailable);
         assert!(plan.is_enabled("swap_out") && plan.is_enabled("oom"));
         assert!(
@@ -745,12 +848,21 @@ mod tests {
     #[test]
     fn fault_latency_needs_btf_and_is_opt_in() {
         let tracefs = TraceFs::at(&kernel_formats("6.12.117+deb12-amd64"));
-        let off = plan(&tracefs, true, false).expect("plan");
+        let off = plan(&tracefs, TYPES, false).expect("plan");
         assert!(!off.is_enabled("fault_latency"));
         assert!(off.unavailable.is_empty());
-        let no_btf = plan(&tracefs, false, true).expect("plan");
+        let no_btf = plan(&tracefs, None, true).expect("plan");
         assert!(!no_btf.is_enabled("fault_latency"));
-        assert!(no_btf.unavailable[0].1.contains("BTF"));
+        // Without BTF: fault latency, kernel faults and per-process faults
+        // go, each saying why; everything else stays.
+        let gone: Vec<&str> = no_btf.unavailable.iter().map(|(id, _)| *id).collect();
+        assert_eq!(gone, ["process_faults", "kernel_faults", "fault_latency"]);
+        assert!(
+            no_btf
+                .unavailable
+                .iter()
+                .all(|(_, why)| why.contains("BTF"))
+        );
     }
 
     fn tempdir(tag: &str) -> PathBuf {

@@ -205,6 +205,30 @@ pub struct FaultReport {
     pub minor_target: Option<u64>,
     pub minor_latency: Option<Summary>,
     pub major_latency: Option<Summary>,
+    /// Kernel-mode faults of target tasks (page_fault_kernel).
+    pub kernel_mode_target: Option<u64>,
+    /// Per process of the target, counted when its threads exit, from the
+    /// kernel's task counters (which include get_user_pages faults).
+    pub processes: Option<ProcessFaultTotals>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProcessFaultTotals {
+    pub processes: u64,
+    pub threads: u64,
+    pub minor: u64,
+    pub major: u64,
+    /// The processes with the most faults (at most 10).
+    pub top: Vec<ProcessFaults>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessFaults {
+    pub pid: u32,
+    pub comm: String,
+    pub threads: u64,
+    pub minor: u64,
+    pub major: u64,
 }
 
 /// /proc/vmstat deltas over the traced window: the kernel's own view,
@@ -416,6 +440,32 @@ impl RunReport {
         if enabled("major_fault") {
             self.faults.major_all = Some(totals.counter(Counter::MajorFaultsAll));
             self.faults.major_target = Some(totals.counter(Counter::MajorFaultsTarget));
+        }
+        if enabled("kernel_faults") {
+            self.faults.kernel_mode_target = Some(totals.counter(Counter::KernelFaultsTarget));
+        }
+        if enabled("process_faults") {
+            let mut top: Vec<ProcessFaults> = totals
+                .processes
+                .iter()
+                .map(|(pid, p)| ProcessFaults {
+                    pid: *pid,
+                    comm: crate::collect::comm_to_string(&p.comm),
+                    threads: p.threads,
+                    minor: p.min_flt,
+                    major: p.maj_flt,
+                })
+                .collect();
+            let totals_row = ProcessFaultTotals {
+                processes: top.len() as u64,
+                threads: top.iter().map(|p| p.threads).sum(),
+                minor: top.iter().map(|p| p.minor).sum(),
+                major: top.iter().map(|p| p.major).sum(),
+                top: Vec::new(),
+            };
+            top.sort_by_key(|p| std::cmp::Reverse((p.major, p.minor)));
+            top.truncate(10);
+            self.faults.processes = Some(ProcessFaultTotals { top, ..totals_row });
         }
         if enabled("fault_latency") {
             self.faults.minor_target = Some(totals.counter(Counter::MinorFaultsTarget));
@@ -875,7 +925,7 @@ impl RunReport {
         }
 
         let f = &self.faults;
-        if f.major_all.is_some() || f.minor_latency.is_some() {
+        if f.major_all.is_some() || f.minor_latency.is_some() || f.processes.is_some() {
             writeln!(o)?;
             writeln!(o, "page faults")?;
             if let (Some(all), Some(t)) = (f.major_all, f.major_target) {
@@ -889,6 +939,33 @@ impl RunReport {
                     "  major, all tasks      {all:>12}   vmstat {:>12}",
                     v.pgmajfault
                 )?;
+            }
+            if let Some(k) = f.kernel_mode_target {
+                writeln!(o, "  kernel-mode, target   {k:>12}")?;
+            }
+            if let Some(p) = &f.processes {
+                writeln!(
+                    o,
+                    "  by process, at exit   {:>12} minor {:>12} major",
+                    p.minor, p.major
+                )?;
+                writeln!(
+                    o,
+                    "  ({} processes, {} threads; includes get_user_pages faults)",
+                    p.processes, p.threads
+                )?;
+                writeln!(
+                    o,
+                    "  {:>8} {:<16} {:>7} {:>12} {:>12}",
+                    "pid", "comm", "threads", "minor", "major"
+                )?;
+                for t in &p.top {
+                    writeln!(
+                        o,
+                        "  {:>8} {:<16} {:>7} {:>12} {:>12}",
+                        t.pid, t.comm, t.threads, t.minor, t.major
+                    )?;
+                }
             }
             if let Some(m) = f.minor_target {
                 writeln!(
@@ -1347,7 +1424,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/kernel-formats/6.1.0-57-amd64");
         let tracefs = crate::tracefs::TraceFs::at(&dir);
-        let listed = crate::probes::listing(&tracefs, false).expect("listing");
+        let listed = crate::probes::listing(&tracefs, None).expect("listing");
         let text = probes_text("6.1.0-57-amd64", &listed);
         for line in text.lines() {
             assert!(line.is_ascii() && line.len() <= 72, "{line}");
@@ -1364,7 +1441,7 @@ mod tests {
         assert!(
             listed
                 .iter()
-                .filter(|m| m.id != "fault_latency")
+                .filter(|m| !["fault_latency", "kernel_faults", "process_faults"].contains(&m.id))
                 .all(|m| m.available)
         );
     }

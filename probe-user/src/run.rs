@@ -65,8 +65,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         Some(dir) => TraceFs::at(Path::new(&dir)),
         None => live,
     };
-    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
-    let plan = probes::plan(&tracefs, btf, opts.fault_latency)?;
+    let btf = kernel_btf();
+    let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), opts.fault_latency)?;
     let (target, target_text) = match membox.v2_cgroup() {
         Some(cg) => {
             let id = cg.id()?;
@@ -365,7 +365,18 @@ pub fn probe_listing() -> Result<Vec<probes::Listed>> {
         Some(dir) => TraceFs::at(Path::new(&dir)),
         None => live,
     };
-    probes::listing(&tracefs, Path::new("/sys/kernel/btf/vmlinux").exists())
+    let btf = kernel_btf();
+    probes::listing(&tracefs, btf.as_ref().map(|b| b as _))
+}
+
+/// The running kernel's BTF, if it has any (a notice when unreadable).
+fn kernel_btf() -> Option<crate::btf::Btf> {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return None;
+    }
+    crate::btf::Btf::from_sys_fs()
+        .map_err(|e| eprintln!("vmtrace: notice: kernel BTF unusable: {e:#}"))
+        .ok()
 }
 
 pub fn kernel_release() -> String {

@@ -733,3 +733,55 @@ fn lru_sum(rows: &[Value], context: &str, key: &str) -> u64 {
         .map(|row| row[key].as_u64().unwrap_or(0))
         .sum()
 }
+
+/// Per-process fault counts, read from the kernel's task counters at
+/// exit: two hogs and the shell that started them, summed, are exactly
+/// what rusage says of the whole (reaped) tree.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn per_process_faults_add_up_to_rusage() {
+    let _g = guard();
+    let hog = memhog();
+    let script = format!(
+        "{h} --mib 160 --seed 2 & {h} --mib 96 --seed 3; wait",
+        h = hog.display()
+    );
+    let out = vmtrace(&[
+        "run",
+        "--json",
+        "--progress",
+        "0",
+        "--mem",
+        "96M",
+        "--swap",
+        "512M",
+        "--",
+    ])
+    .args(["bash", "-c", &script])
+    .output()
+    .expect("run vmtrace");
+    let r = json_of(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = &r["faults"]["processes"];
+    let top = p["top"].as_array().expect("top");
+    let hogs: Vec<&Value> = top.iter().filter(|t| t["comm"] == "memhog").collect();
+    assert_eq!(hogs.len(), 2, "{p:#}");
+    assert!(top.iter().any(|t| t["comm"] == "bash"), "{p:#}");
+    assert!(
+        hogs.iter().all(|h| h["major"].as_u64().unwrap_or(0) > 0),
+        "{p:#}"
+    );
+    assert_eq!(p["minor"], r["usage"]["minor_faults"], "{p:#}");
+    assert_eq!(p["major"], r["usage"]["major_faults"], "{p:#}");
+    // The perf-event count of the target's major faults agrees too.
+    let perf = r["faults"]["major_target"].as_u64().unwrap_or(0);
+    assert!(
+        within(perf, p["major"].as_u64().unwrap_or(0), 0.01),
+        "{perf} vs {p:#}"
+    );
+    assert!(r["faults"]["kernel_mode_target"].is_u64());
+}

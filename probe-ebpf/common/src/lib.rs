@@ -97,10 +97,14 @@ pub enum Counter {
     CompactionsAll = 17,
     /// Slab/compaction starts not recorded because the map was full.
     SpanStartDropped = 18,
+    /// Kernel-mode page faults of target tasks (`page_fault_kernel`).
+    KernelFaultsTarget = 19,
+    /// Threads of the target that exited (their faults are counted).
+    ExitedThreads = 20,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 19;
+    pub const COUNT: u32 = 21;
 }
 
 /// `mm_vmscan_throttled` reasons (bit numbers of `reason`), in order:
@@ -211,6 +215,21 @@ pub struct LruShrinkActive {
     pub nr_active: u64,
     pub nr_deactivated: u64,
     pub nr_referenced: u64,
+}
+
+/// Processes whose fault counts are kept (LRU beyond that).
+pub const MAX_PROCESSES: u32 = 16384;
+
+/// Per process (tgid) of the target: page faults of its threads, summed
+/// as each thread exits (`PROCESS_FAULTS`); read from the kernel's own
+/// per-task counters, so the fault path pays nothing.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcFaults {
+    pub comm: [u8; 16],
+    pub min_flt: u64,
+    pub maj_flt: u64,
+    pub threads: u64,
 }
 
 /// Zones per node a table has room for (DMA, DMA32, Normal, Movable,
@@ -361,6 +380,9 @@ pub struct Fields {
     /// `mm_vmscan_throttled.usec_delayed` / `.reason`.
     pub throttled_usec_delayed: Field,
     pub throttled_reason: Field,
+    /// `struct task_struct` members, from kernel BTF (not tracefs).
+    pub task_min_flt: Field,
+    pub task_maj_flt: Field,
 }
 
 impl Fields {
@@ -392,6 +414,7 @@ pub mod names {
     pub const KSWAPD_WAKEUPS: &str = "KSWAPD_WAKEUPS";
     pub const KSWAPD_WAKERS: &str = "KSWAPD_WAKERS";
     pub const THROTTLE_REASON: &str = "THROTTLE_REASON";
+    pub const PROCESS_FAULTS: &str = "PROCESS_FAULTS";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
@@ -408,6 +431,7 @@ mod pod {
     unsafe impl aya::Pod for super::Staller {}
     unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::KswapdNode {}
+    unsafe impl aya::Pod for super::ProcFaults {}
     unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
