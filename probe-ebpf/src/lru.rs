@@ -1,6 +1,9 @@
 //! LRU shrinking: `mm_vmscan_lru_shrink_inactive` and `..._active` totals
 //! per node, reclaim context and LRU type (anon/file), for every task, and
-//! the distribution of reclaim priorities. The inactive scanned/reclaimed
+//! the distribution of reclaim priorities. LRU isolation
+//! (`mm_vmscan_lru_isolate`) per highest allowed zone and list: the zone
+//! question of the seed mails (pages skipped because they sit in a zone
+//! the reclaim may not take from). The inactive scanned/reclaimed
 //! totals are what /proc/vmstat's pgscan/pgsteal count, split where vmstat
 //! cannot split them.
 
@@ -11,8 +14,9 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use vmtrace_common::{
-    Counter, Field, LRU_CELLS, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, PRIORITIES,
-    RECLAIM_WB_FILE, ReclaimContext, lru_cell, priority_cell,
+    Counter, Field, LRU_CELLS, LRU_LISTS, LruIsolate, LruShrinkActive, LruShrinkInactive, LruType,
+    MAX_NODES, MAX_ZONES, PRIORITIES, RECLAIM_WB_FILE, ReclaimContext, isolate_cell, lru_cell,
+    priority_cell,
 };
 
 use crate::{
@@ -34,6 +38,33 @@ static LRU_SHRINK_ACTIVE: PerCpuArray<LruShrinkActive> =
 #[map]
 static RECLAIM_PRIORITY: PerCpuArray<u64> =
     PerCpuArray::with_max_entries(ReclaimContext::COUNT * PRIORITIES, 0);
+
+/// Isolation totals per (highest zone index, LRU list); see [`isolate_cell`].
+#[map]
+static LRU_ISOLATE: PerCpuArray<LruIsolate> =
+    PerCpuArray::with_max_entries(MAX_ZONES * LRU_LISTS, 0);
+
+#[tracepoint]
+pub fn lru_isolate(ctx: TracePointContext) -> u32 {
+    let f = fields();
+    let rd = |field: Field| tracepoint_field(&ctx, field);
+    let zone = rd(f.lru_isolate_highest_zoneidx) as u32;
+    let lru = rd(f.lru_isolate_lru) as u32;
+    if zone >= MAX_ZONES || lru >= LRU_LISTS {
+        count(Counter::NodeOutOfRange, 1);
+        return 0;
+    }
+    if let Some(cell) = LRU_ISOLATE.get_ptr_mut(isolate_cell(zone, lru)) {
+        // SAFETY: this CPU's cell of a live per-CPU map.
+        let c = unsafe { &mut *cell };
+        c.events += 1;
+        c.nr_requested += rd(f.lru_isolate_nr_requested);
+        c.nr_scanned += rd(f.lru_isolate_nr_scanned);
+        c.nr_skipped += rd(f.lru_isolate_nr_skipped);
+        c.nr_taken += rd(f.lru_isolate_nr_taken);
+    }
+    0
+}
 
 #[tracepoint]
 pub fn lru_shrink_inactive(ctx: TracePointContext) -> u32 {

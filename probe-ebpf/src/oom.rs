@@ -1,13 +1,15 @@
 //! OOM kills: every `oom:mark_victim`, with the victim's pid, name and
 //! sizes, sent to userspace through a ring buffer (a handful per run at
-//! most, so per-event records cost nothing that matters).
+//! most, so per-event records cost nothing that matters). And the
+//! allocator's "should I retry reclaim?" checks per zone
+//! (`oom:reclaim_retry_zone`), the last step before an OOM kill.
 
 use aya_ebpf::{
     macros::{map, tracepoint},
-    maps::RingBuf,
+    maps::{PerCpuArray, RingBuf},
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, OomVictim};
+use vmtrace_common::{Counter, MAX_NODES, MAX_ZONES, OomVictim, zone_cell};
 
 use crate::shared::{count, fields, in_target, now_ns, tracepoint_field, tracepoint_str};
 
@@ -38,5 +40,26 @@ pub fn mark_victim(ctx: TracePointContext) -> u32 {
     tracepoint_str(&ctx, f.mark_victim_comm, &mut v.comm);
     entry.write(v);
     entry.submit(0);
+    0
+}
+
+/// `oom:reclaim_retry_zone` checks per (node, zone).
+#[map]
+static RECLAIM_RETRY_ZONE: PerCpuArray<u64> =
+    PerCpuArray::with_max_entries(MAX_NODES * MAX_ZONES, 0);
+
+#[tracepoint]
+pub fn reclaim_retry_zone(ctx: TracePointContext) -> u32 {
+    let f = fields();
+    let node = tracepoint_field(&ctx, f.reclaim_retry_zone_node) as u32;
+    let zone = tracepoint_field(&ctx, f.reclaim_retry_zone_zone_idx) as u32;
+    if node >= MAX_NODES || zone >= MAX_ZONES {
+        count(Counter::NodeOutOfRange, 1);
+        return 0;
+    }
+    if let Some(cell) = RECLAIM_RETRY_ZONE.get_ptr_mut(zone_cell(node, zone)) {
+        // SAFETY: this CPU's cell of a live per-CPU map.
+        unsafe { *cell += 1 };
+    }
     0
 }

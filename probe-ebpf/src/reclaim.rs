@@ -110,10 +110,12 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     if start.context == ReclaimContext::Memcg as u32 {
         record(Hist::MemcgReclaim, stall);
         count(Counter::MemcgReclaims, 1);
+        count(Counter::MemcgReclaimNs, stall);
         count(Counter::MemcgReclaimPages, pages);
     } else {
         record(Hist::DirectReclaim, stall);
         count(Counter::DirectReclaims, 1);
+        count(Counter::DirectReclaimNs, stall);
         count(Counter::DirectReclaimPages, pages);
     }
 }

@@ -100,6 +100,11 @@ timed: the kernel raises no perf event for them."
     #[arg(long)]
     pub json: bool,
 
+    /// Seconds between time-series snapshots (counters, /proc/vmstat, PSI,
+    /// zone watermarks); fractions allowed
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_interval)]
+    pub interval: f64,
+
     /// Seconds between progress lines on stderr; 0 turns them off
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub progress: u64,
@@ -122,6 +127,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 },
                 fault_latency: args.fault_latency,
                 progress: (args.progress > 0).then(|| Duration::from_secs(args.progress)),
+                interval: Duration::from_secs_f64(args.interval),
             };
             let outcome = run(&opts)?;
             if args.json {
@@ -147,4 +153,18 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// A sampling interval: at least 10 ms, at most an hour.
+fn parse_interval(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds, like 1 or 0.5"))?;
+    if !(0.01..=3600.0).contains(&v) {
+        return Err(format!(
+            "--interval {text} is out of range; use 0.01 to 3600 seconds"
+        ));
+    }
+    Ok(v)
 }

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
-    Counter, Hist, KswapdNode, LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES,
-    ORDERS, PRIORITIES, ProcFaults, ReclaimContext, Staller, THROTTLE_REASONS, hist::Buckets,
-    lru_cell, names, order_cell, priority_cell, zone_cell,
+    Counter, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive, LruShrinkInactive, LruType,
+    MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaults, ReclaimContext, Staller,
+    THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell, names, order_cell, priority_cell,
+    zone_cell,
 };
 
 use crate::probes::Probes;
@@ -39,6 +40,10 @@ pub struct KernelTotals {
     pub kswapd_wakeups: Vec<(u32, u32, u64)>,
     /// Who woke kswapd (task name, times).
     pub kswapd_wakers: Vec<(String, u64)>,
+    /// LRU isolation per (highest zone index, lru list), non-empty cells.
+    pub isolate: Vec<(u32, u32, LruIsolate)>,
+    /// `oom:reclaim_retry_zone` per (node, zone index).
+    pub retry_zone: Vec<(u32, u32, u64)>,
     /// Page faults per process of the target (tgid, record).
     pub processes: Vec<(u32, ProcFaults)>,
     /// Target throttling events per reason bit (writeback, isolated,
@@ -179,6 +184,31 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
         .ok_or_else(|| anyhow!("map {} is not in the eBPF object", names::PROCESS_FAULTS))?;
     let processes: AyaHashMap<_, u32, ProcFaults> = AyaHashMap::try_from(processes)?;
     t.processes.extend(processes.iter().flatten());
+    let isolate = per_cpu_array::<LruIsolate>(probes, names::LRU_ISOLATE)?;
+    for zone in 0..MAX_ZONES {
+        for lru in 0..LRU_LISTS {
+            let mut sum = LruIsolate::default();
+            for c in isolate.get(&isolate_cell(zone, lru), 0)?.iter() {
+                sum.events += c.events;
+                sum.nr_requested += c.nr_requested;
+                sum.nr_scanned += c.nr_scanned;
+                sum.nr_skipped += c.nr_skipped;
+                sum.nr_taken += c.nr_taken;
+            }
+            if sum.events > 0 {
+                t.isolate.push((zone, lru, sum));
+            }
+        }
+    }
+    let retry = per_cpu_array::<u64>(probes, names::RECLAIM_RETRY_ZONE)?;
+    for node in 0..online_node_limit() {
+        for zone in 0..MAX_ZONES {
+            let n = sum_u64(&retry, zone_cell(node, zone))?;
+            if n > 0 {
+                t.retry_zone.push((node, zone, n));
+            }
+        }
+    }
     let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;
     t.throttle_reasons = (0..THROTTLE_REASONS)
         .map(|i| sum_u64(&reasons, i))

@@ -11,5 +11,6 @@ pub mod privilege;
 pub mod probes;
 pub mod report;
 pub mod run;
+pub mod sample;
 pub mod size;
 pub mod tracefs;

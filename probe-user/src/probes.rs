@@ -183,6 +183,19 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
+        id: "lru_isolate",
+        title: "LRU isolation per highest zone and list",
+        fault_latency_only: false,
+        programs: &[tp!("lru_isolate", "vmscan": "mm_vmscan_lru_isolate", [
+            req!("highest_zoneidx", lru_isolate_highest_zoneidx),
+            req!("lru", lru_isolate_lru),
+            req!("nr_scanned", lru_isolate_nr_scanned),
+            req!("nr_skipped", lru_isolate_nr_skipped),
+            req!("nr_taken", lru_isolate_nr_taken),
+            opt!("nr_requested", lru_isolate_nr_requested),
+        ])],
+    },
+    Metric {
         id: "lru_shrink_active",
         title: "active LRU deactivation",
         fault_latency_only: false,
@@ -266,6 +279,15 @@ pub const CATALOGUE: &[Metric] = &[
             opt!("anon_rss", mark_victim_anon_rss),
             opt!("file_rss", mark_victim_file_rss),
             opt!("shmem_rss", mark_victim_shmem_rss),
+        ])],
+    },
+    Metric {
+        id: "reclaim_retry_zone",
+        title: "allocator reclaim-retry checks per zone",
+        fault_latency_only: false,
+        programs: &[tp!("reclaim_retry_zone", "oom": "reclaim_retry_zone", [
+            req!("node", reclaim_retry_zone_node),
+            req!("zone_idx", reclaim_retry_zone_zone_idx),
         ])],
     },
     Metric {

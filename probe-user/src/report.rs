@@ -316,6 +316,45 @@ pub struct RunReport {
     pub faults: FaultReport,
     pub vmstat: VmstatDelta,
     pub dropped: Dropped,
+    /// Per populated zone: pressure from every side, in one table.
+    pub zones: Vec<ZoneRow>,
+    /// `mm_vmscan_lru_isolate` per (highest zone index, LRU list); lists
+    /// are numbered as the kernel's enum lru_list (0 inactive anon,
+    /// 1 active anon, 2 inactive file, 3 active file, 4 unevictable).
+    pub lru_isolate: Option<Vec<IsolateRow>>,
+    /// Snapshots every --interval (cumulative since the start).
+    pub timeline: Vec<crate::sample::Sample>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct IsolateRow {
+    pub highest_zone_idx: u32,
+    pub lru: u32,
+    pub events: u64,
+    pub nr_requested: u64,
+    pub nr_scanned: u64,
+    pub nr_skipped: u64,
+    pub nr_taken: u64,
+}
+
+/// One populated zone: the seed mails' question ("uneven pressure on
+/// normal and DMA zones") in numbers.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ZoneRow {
+    pub node: u32,
+    pub zone: String,
+    /// kswapd wakeups for allocations whose highest zone is this one.
+    pub kswapd_wakeups: u64,
+    /// LRU isolation by reclaims whose highest allowed zone is this one
+    /// (not node-specific: the tracepoint has no node).
+    pub isolate_scanned: u64,
+    pub isolate_skipped: u64,
+    pub isolate_taken: u64,
+    /// oom:reclaim_retry_zone checks of this zone.
+    pub reclaim_retries: u64,
+    /// Seconds below the low / min watermark (from the samples).
+    pub below_low_s: f64,
+    pub below_min_s: f64,
 }
 
 impl RunReport {
@@ -408,6 +447,23 @@ impl RunReport {
         stallers.sort_by_key(|s| std::cmp::Reverse(s.direct_ns + s.memcg_ns));
         stallers.truncate(10);
         self.top_stallers = stallers;
+        if enabled("lru_isolate") {
+            self.lru_isolate = Some(
+                totals
+                    .isolate
+                    .iter()
+                    .map(|(zone, lru, i)| IsolateRow {
+                        highest_zone_idx: *zone,
+                        lru: *lru,
+                        events: i.events,
+                        nr_requested: i.nr_requested,
+                        nr_scanned: i.nr_scanned,
+                        nr_skipped: i.nr_skipped,
+                        nr_taken: i.nr_taken,
+                    })
+                    .collect(),
+            );
+        }
         if enabled("slab_shrink") {
             self.slab_shrink = Some(SlabReport {
                 calls: summarize(totals.hist(Hist::SlabShrink)),
@@ -532,6 +588,58 @@ impl RunReport {
             })
             .collect();
         self.kswapd = Some(k);
+    }
+
+    /// Builds the zone table from the kernel totals and the samples.
+    pub fn add_zones(&mut self, totals: &KernelTotals, samples: &[crate::sample::Sample]) {
+        let Some(last) = samples.last() else { return };
+        let below = crate::sample::time_below(samples);
+        for (idx, z) in last.zones.iter().enumerate() {
+            // Zone index within its node = position among the node's zones.
+            let zid = last.zones[..idx]
+                .iter()
+                .filter(|o| o.node == z.node)
+                .count() as u32;
+            let iso = |f: fn(&vmtrace_common::LruIsolate) -> u64| -> u64 {
+                totals
+                    .isolate
+                    .iter()
+                    .filter(|(zone, _, _)| *zone == zid)
+                    .map(|(_, _, i)| f(i))
+                    .sum()
+            };
+            let (below_low_s, below_min_s) = below
+                .iter()
+                .find(|b| b.0 == z.node && b.1 == z.zone)
+                .map_or((0.0, 0.0), |b| (b.2, b.3));
+            let row = ZoneRow {
+                node: z.node,
+                zone: z.zone.clone(),
+                kswapd_wakeups: totals
+                    .kswapd_wakeups
+                    .iter()
+                    .filter(|w| w.0 == z.node && w.1 == zid)
+                    .map(|w| w.2)
+                    .sum(),
+                isolate_scanned: iso(|i| i.nr_scanned),
+                isolate_skipped: iso(|i| i.nr_skipped),
+                isolate_taken: iso(|i| i.nr_taken),
+                reclaim_retries: totals
+                    .retry_zone
+                    .iter()
+                    .filter(|r| r.0 == z.node && r.1 == zid)
+                    .map(|r| r.2)
+                    .sum(),
+                below_low_s,
+                below_min_s,
+            };
+            // Empty zones (Movable, Device) still show when allocations
+            // named them as their highest zone.
+            let busy = row.kswapd_wakeups + row.isolate_scanned + row.reclaim_retries > 0;
+            if z.managed > 0 || busy {
+                self.zones.push(row);
+            }
+        }
     }
 
     /// Adds the OOM victims read from the ring buffer; `start_ns` is the
@@ -924,6 +1032,34 @@ impl RunReport {
             }
         }
 
+        if !self.zones.is_empty() {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "zones (isolation and kswapd wakeups by highest allowed zone)"
+            )?;
+            writeln!(
+                o,
+                "  {:<9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>6} {:>6}",
+                "zone", "kswapd", "isolated", "skipped", "taken", "retries", "<low", "<min"
+            )?;
+            for z in &self.zones {
+                writeln!(
+                    o,
+                    "  {:<9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>5.1}s {:>5.1}s",
+                    format!("{}/{}", z.node, z.zone),
+                    z.kswapd_wakeups,
+                    z.isolate_scanned,
+                    z.isolate_skipped,
+                    z.isolate_taken,
+                    z.reclaim_retries,
+                    z.below_low_s,
+                    z.below_min_s
+                )?;
+            }
+        }
+        write_timeline(o, &self.timeline)?;
+
         let f = &self.faults;
         if f.major_all.is_some() || f.minor_latency.is_some() || f.processes.is_some() {
             writeln!(o)?;
@@ -1088,6 +1224,61 @@ fn write_kept_back(o: &mut String, rows: &[LruRowReport]) -> std::fmt::Result {
             let _ = write!(line, " {:>12}", get(c));
         }
         writeln!(o, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The time line: per step, rates over the step (at most 20 rows: steps
+/// are merged on long runs), stall time and PSI.
+fn write_timeline(o: &mut String, samples: &[crate::sample::Sample]) -> std::fmt::Result {
+    if samples.len() < 2 {
+        return Ok(());
+    }
+    let step = samples.len().div_ceil(20);
+    writeln!(o)?;
+    writeln!(
+        o,
+        "time line (per second over each step; stall = reclaim stall time)"
+    )?;
+    writeln!(
+        o,
+        "  {:>7} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>5}",
+        "t", "pgscan/s", "steal/s", "swpout/s", "swpin/s", "majflt/s", "stall", "psi%"
+    )?;
+    let mut prev: Option<&crate::sample::Sample> = None;
+    for s in samples.iter().skip(step - 1).step_by(step).chain(
+        // Always end with the last sample.
+        samples
+            .last()
+            .filter(|_| !(samples.len() - step).is_multiple_of(step)),
+    ) {
+        let zero = crate::sample::Sample::default();
+        let p = prev.unwrap_or(&zero);
+        let dt = (s.t_s - p.t_s).max(1e-9);
+        let rate = |a: u64, b: u64| format!("{:.0}", a.saturating_sub(b) as f64 / dt);
+        let stall = (s.memcg_stall_ns + s.direct_stall_ns)
+            .saturating_sub(p.memcg_stall_ns + p.direct_stall_ns);
+        let psi = match (s.psi, p.psi) {
+            (Some(a), Some(b)) => format!(
+                "{:.0}",
+                a.some_us.saturating_sub(b.some_us) as f64 / (dt * 1e4)
+            ),
+            (Some(a), None) => format!("{:.0}", a.some_us as f64 / (dt * 1e4)),
+            _ => "-".into(),
+        };
+        writeln!(
+            o,
+            "  {:>6.1}s {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>5}",
+            s.t_s,
+            rate(s.pgscan, p.pgscan),
+            rate(s.pgsteal, p.pgsteal),
+            rate(s.pswpout, p.pswpout),
+            rate(s.pswpin, p.pswpin),
+            rate(s.major_faults_target, p.major_faults_target),
+            fmt_ns(stall),
+            psi
+        )?;
+        prev = Some(s);
     }
     Ok(())
 }

@@ -13,13 +13,14 @@ use std::{
 
 use anyhow::{Context, Result, anyhow, bail};
 use tokio::signal::unix::{Signal, SignalKind, signal};
-use vmtrace_common::{Counter, Target};
+use vmtrace_common::Target;
 
 use crate::{
     collect::{self, VmStat},
     membox::{BoxSpec, MemBox},
     privilege, probes,
     report::{Exit, RunReport, Unavailable, Usage, VmstatDelta, fmt_ns},
+    sample,
     tracefs::TraceFs,
 };
 
@@ -34,6 +35,8 @@ pub struct RunOptions {
     pub fault_latency: bool,
     /// Print a progress line to stderr this often (None: never).
     pub progress: Option<Duration>,
+    /// Time-series sampling interval.
+    pub interval: Duration,
 }
 
 pub struct RunOutcome {
@@ -115,7 +118,17 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let started = Instant::now();
     let started_mono_ns = collect::monotonic_ns();
     let pid = spawn(&opts.command, &membox)?;
-    let waited = rt.block_on(wait(pid, &mut signals, &membox, &mut probes, opts.progress))?;
+    let mut watch = Watch {
+        membox: &membox,
+        probes: &mut probes,
+        progress: opts.progress,
+        interval: opts.interval,
+        vmstat_start: &before,
+        psi_start: sample::read_psi(),
+        samples: Vec::new(),
+    };
+    let waited = rt.block_on(wait(pid, &mut signals, &mut watch))?;
+    let samples = std::mem::take(&mut watch.samples);
     let wall = started.elapsed();
     let after = VmStat::read()?;
     let kswapd_cpu_after = collect::kswapd_cpu();
@@ -186,6 +199,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     }
     report.unavailable.append(&mut unavailable);
     report.partial = partial;
+    report.add_zones(&totals, &samples);
+    report.timeline = samples;
     let exit_code = code.unwrap_or_else(|| 128 + sig.unwrap_or(0));
     Ok(RunOutcome { report, exit_code })
 }
@@ -281,13 +296,46 @@ impl Signals {
     }
 }
 
-async fn wait(
-    pid: i32,
-    signals: &mut Signals,
-    membox: &MemBox,
-    probes: &mut probes::Probes,
+/// What the wait loop watches and collects besides the child.
+struct Watch<'a> {
+    membox: &'a MemBox,
+    probes: &'a mut probes::Probes,
     progress: Option<Duration>,
-) -> Result<Waited> {
+    interval: Duration,
+    vmstat_start: &'a VmStat,
+    psi_start: Option<sample::Psi>,
+    samples: Vec<sample::Sample>,
+}
+
+impl Watch<'_> {
+    fn sample(&mut self, t_s: f64) {
+        self.probes.drain_oom();
+        self.probes.flush_log();
+        if let Ok(t) = collect::read(self.probes) {
+            self.samples.push(sample::Sample::take(
+                t_s,
+                &t,
+                self.vmstat_start,
+                self.psi_start,
+            ));
+        }
+    }
+
+    fn print_progress(&self, t_s: f64) {
+        let Some(s) = self.samples.last() else { return };
+        eprintln!(
+            "vmtrace: {t_s:>5.0} s  reclaim stalls {} ({})  pgscan {}  swap out {} in {}  majflt {}",
+            s.memcg_reclaims + s.direct_reclaims,
+            fmt_ns(s.memcg_stall_ns + s.direct_stall_ns),
+            s.pgscan,
+            s.pswpout,
+            s.pswpin,
+            s.major_faults_target,
+        );
+    }
+}
+
+async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Waited> {
     let mut reaper = tokio::task::spawn_blocking(move || {
         let mut status = 0;
         // SAFETY: zeroed rusage is a valid out-parameter.
@@ -305,8 +353,11 @@ async fn wait(
         }
     });
     let started = Instant::now();
-    let period = progress.unwrap_or(Duration::from_secs(3600));
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let start = tokio::time::Instant::now();
+    let mut sample_tick = tokio::time::interval_at(start + w.interval, w.interval);
+    sample_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let period = w.progress.unwrap_or(Duration::from_secs(3600));
+    let mut progress_tick = tokio::time::interval_at(start + period, period);
     let mut signals_seen = 0;
     loop {
         tokio::select! {
@@ -314,6 +365,7 @@ async fn wait(
                 let (status, rusage) = done
                     .context("waiting for the command")?
                     .context("waiting for the command")?;
+                w.sample(started.elapsed().as_secs_f64());
                 return Ok(Waited { status, rusage, interrupted: signals_seen > 0 });
             }
             sig = signals.next() => {
@@ -326,22 +378,12 @@ async fn wait(
                     eprintln!("vmtrace: killing the command");
                     // SAFETY: as above.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
-                    membox.kill_all();
+                    w.membox.kill_all();
                 }
             }
-            _ = tick.tick(), if progress.is_some() => {
-                probes.drain_oom();
-                probes.flush_log();
-                if let Ok(t) = collect::read(probes) {
-                    eprintln!(
-                        "vmtrace: {:>5.0} s  memcg reclaims {} ({} stalled)  direct {}  major faults {}",
-                        started.elapsed().as_secs_f64(),
-                        t.counter(Counter::MemcgReclaims),
-                        fmt_ns(crate::histogram::summarize(t.hist(vmtrace_common::Hist::MemcgReclaim)).total_ns),
-                        t.counter(Counter::DirectReclaims),
-                        t.counter(Counter::MajorFaultsTarget),
-                    );
-                }
+            _ = sample_tick.tick() => w.sample(started.elapsed().as_secs_f64()),
+            _ = progress_tick.tick(), if w.progress.is_some() => {
+                w.print_progress(started.elapsed().as_secs_f64());
             }
         }
     }

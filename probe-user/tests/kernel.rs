@@ -285,6 +285,38 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     let slab = &r["slab_shrink"]["calls"];
     assert!(slab["count"].as_u64().unwrap_or(0) > 0, "{slab:#}");
     assert!(slab["p50_ns"].as_u64().unwrap_or(0) > 0, "{slab:#}");
+    // LRU isolation of the inactive lists is what vmstat counts as pgscan
+    // (the active lists' pgrefill leaves out memcg reclaim: see the
+    // kswapd test for that one).
+    let iso_inactive = isolate_scanned(&r, &[0, 2]);
+    eprintln!("isolate inactive {iso_inactive} vs pgscan {pgscan}");
+    assert!(
+        within(iso_inactive, pgscan, 0.01),
+        "{iso_inactive} vs {pgscan}"
+    );
+    // The time line: a snapshot per second, counters never going back,
+    // ending where the run's totals end.
+    let tl = r["timeline"].as_array().expect("timeline");
+    let wall = r["usage"]["wall_s"].as_f64().unwrap_or(0.0);
+    assert!(
+        tl.len() as f64 >= wall.floor(),
+        "{} samples in {wall} s",
+        tl.len()
+    );
+    for pair in tl.windows(2) {
+        for key in ["pgscan", "pswpout", "memcg_reclaims", "memcg_stall_ns"] {
+            assert!(
+                pair[0][key].as_u64() <= pair[1][key].as_u64(),
+                "{key} went back"
+            );
+        }
+    }
+    let last = tl.last().expect("a sample");
+    assert_eq!(last["memcg_reclaims"].as_u64(), Some(stalls));
+    assert!(within(last["pgscan"].as_u64().unwrap_or(0), pgscan, 0.01));
+    assert!(last["zones"].as_array().is_some_and(|z| z.len() >= 3));
+    let zones = r["zones"].as_array().expect("zones");
+    assert!(zones.iter().any(|z| z["zone"] == "Normal"), "{zones:?}");
     // Throttling and compaction are reported (zero or not) when available.
     assert!(
         r["throttle"]["delays"]["count"].is_u64(),
@@ -716,6 +748,14 @@ fn kswapd_under_global_pressure_matches_vmstat() {
         within(reclaimed, pgsteal_kswapd, 0.01),
         "{reclaimed} vs {pgsteal_kswapd}"
     );
+    // Global reclaim: isolation from the active lists is vmstat's pgrefill.
+    let iso_active = isolate_scanned(&r, &[1, 3]);
+    let pgrefill = delta(&before, &after, &["pgrefill"]);
+    eprintln!("isolate active {iso_active} vs pgrefill {pgrefill}");
+    assert!(
+        within(iso_active, pgrefill, 0.01),
+        "{iso_active} vs {pgrefill}"
+    );
     // Global direct reclaim, when it happened, is the hog's and matches
     // vmstat's pgscan_direct too.
     let direct = lru_sum(rows, "direct", "nr_scanned");
@@ -784,4 +824,15 @@ fn per_process_faults_add_up_to_rusage() {
         "{perf} vs {p:#}"
     );
     assert!(r["faults"]["kernel_mode_target"].is_u64());
+}
+
+/// Pages scanned by LRU isolation on the given lists (enum lru_list).
+fn isolate_scanned(r: &Value, lists: &[u64]) -> u64 {
+    r["lru_isolate"]
+        .as_array()
+        .expect("lru_isolate")
+        .iter()
+        .filter(|i| lists.contains(&i["lru"].as_u64().unwrap_or(9)))
+        .map(|i| i["nr_scanned"].as_u64().unwrap_or(0))
+        .sum()
 }

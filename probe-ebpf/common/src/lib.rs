@@ -101,10 +101,34 @@ pub enum Counter {
     KernelFaultsTarget = 19,
     /// Threads of the target that exited (their faults are counted).
     ExitedThreads = 20,
+    /// Total stall time of target direct reclaims (ns).
+    DirectReclaimNs = 21,
+    /// Total stall time of target memcg reclaims (ns).
+    MemcgReclaimNs = 22,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 21;
+    pub const COUNT: u32 = 23;
+}
+
+/// LRU lists as `mm_vmscan_lru_isolate.lru` numbers them (enum lru_list).
+pub const LRU_LISTS: u32 = 5;
+
+/// One cell of `LRU_ISOLATE`: isolation totals for one (highest zone
+/// index the reclaim may take pages from, LRU list).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LruIsolate {
+    pub events: u64,
+    pub nr_requested: u64,
+    pub nr_scanned: u64,
+    pub nr_skipped: u64,
+    pub nr_taken: u64,
+}
+
+/// Index of a (highest zone index, LRU list) cell in `LRU_ISOLATE`.
+pub const fn isolate_cell(zone: u32, lru: u32) -> u32 {
+    zone * LRU_LISTS + lru
 }
 
 /// `mm_vmscan_throttled` reasons (bit numbers of `reason`), in order:
@@ -383,6 +407,16 @@ pub struct Fields {
     /// `struct task_struct` members, from kernel BTF (not tracefs).
     pub task_min_flt: Field,
     pub task_maj_flt: Field,
+    /// `mm_vmscan_lru_isolate` fields.
+    pub lru_isolate_highest_zoneidx: Field,
+    pub lru_isolate_nr_requested: Field,
+    pub lru_isolate_nr_scanned: Field,
+    pub lru_isolate_nr_skipped: Field,
+    pub lru_isolate_nr_taken: Field,
+    pub lru_isolate_lru: Field,
+    /// `oom:reclaim_retry_zone` node and zone.
+    pub reclaim_retry_zone_node: Field,
+    pub reclaim_retry_zone_zone_idx: Field,
 }
 
 impl Fields {
@@ -415,6 +449,8 @@ pub mod names {
     pub const KSWAPD_WAKERS: &str = "KSWAPD_WAKERS";
     pub const THROTTLE_REASON: &str = "THROTTLE_REASON";
     pub const PROCESS_FAULTS: &str = "PROCESS_FAULTS";
+    pub const LRU_ISOLATE: &str = "LRU_ISOLATE";
+    pub const RECLAIM_RETRY_ZONE: &str = "RECLAIM_RETRY_ZONE";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
@@ -432,6 +468,7 @@ mod pod {
     unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::KswapdNode {}
     unsafe impl aya::Pod for super::ProcFaults {}
+    unsafe impl aya::Pod for super::LruIsolate {}
     unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}

@@ -1,0 +1,257 @@
+//! The time series: every interval, a snapshot of vmtrace's counters, of
+//! /proc/vmstat, of PSI (/proc/pressure/memory) and of every zone's free
+//! pages against its watermarks (/proc/zoneinfo), so a report can show how
+//! pressure evolved and how long each zone spent below its watermarks.
+
+use serde::Serialize;
+use vmtrace_common::Counter;
+
+use crate::collect::{KernelTotals, VmStat};
+
+/// One zone's free pages and watermarks (pages), from /proc/zoneinfo.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ZoneSample {
+    pub node: u32,
+    pub zone: String,
+    pub free: u64,
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+    pub managed: u64,
+}
+
+/// Parses /proc/zoneinfo into one entry per zone (empty zones included:
+/// their position is their zone index).
+pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSample> {
+    let mut zones: Vec<ZoneSample> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            if let Some((node, zone)) = rest.split_once(", zone")
+                && let Ok(node) = node.trim().parse()
+            {
+                zones.push(ZoneSample {
+                    node,
+                    zone: zone.trim().to_string(),
+                    ..Default::default()
+                });
+            }
+            continue;
+        }
+        let Some(z) = zones.last_mut() else { continue };
+        let mut words = line.split_whitespace();
+        let (Some(key), Some(value)) = (words.next(), words.next()) else {
+            continue;
+        };
+        // "pages free N" and "        min N": only the zone's own lines,
+        // indented by 2 ("pages") or 8 (watermarks); per-node stats use 6.
+        let value = if key == "pages" && value == "free" {
+            words.next().and_then(|v| v.parse().ok())
+        } else {
+            value.parse().ok()
+        };
+        let Some(value) = value else { continue };
+        match key {
+            "pages" => z.free = value,
+            "min" => z.min = value,
+            "low" => z.low = value,
+            "high" => z.high = value,
+            "managed" => z.managed = value,
+            _ => {}
+        }
+    }
+    zones
+}
+
+/// PSI memory totals (microseconds some/full tasks stalled on memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Psi {
+    pub some_us: u64,
+    pub full_us: u64,
+}
+
+/// Parses /proc/pressure/memory; None when PSI is off or absent.
+pub fn parse_psi(text: &str) -> Option<Psi> {
+    let total = |prefix: &str| -> Option<u64> {
+        text.lines()
+            .find(|l| l.starts_with(prefix))?
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("total="))?
+            .parse()
+            .ok()
+    };
+    Some(Psi {
+        some_us: total("some")?,
+        full_us: total("full").unwrap_or(0),
+    })
+}
+
+/// One snapshot. Counters are cumulative since the command started, so
+/// a view takes differences between snapshots.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Sample {
+    /// Seconds since the command started.
+    pub t_s: f64,
+    pub direct_reclaims: u64,
+    pub direct_stall_ns: u64,
+    pub memcg_reclaims: u64,
+    pub memcg_stall_ns: u64,
+    pub major_faults_target: u64,
+    pub swap_out_folios: u64,
+    pub kswapd_rounds: u64,
+    pub pgscan: u64,
+    pub pgsteal: u64,
+    pub pswpin: u64,
+    pub pswpout: u64,
+    pub pgmajfault: u64,
+    pub allocstall: u64,
+    /// None when PSI is off.
+    pub psi: Option<Psi>,
+    pub zones: Vec<ZoneSample>,
+}
+
+impl Sample {
+    /// Takes a snapshot: kernel maps (already read), /proc/vmstat minus
+    /// its value at the start, PSI minus its start, and zoneinfo as is.
+    pub fn take(
+        t_s: f64,
+        totals: &KernelTotals,
+        vmstat_start: &VmStat,
+        psi_start: Option<Psi>,
+    ) -> Sample {
+        let now = VmStat::read().unwrap_or_default();
+        let d = VmStat::delta(vmstat_start, &now);
+        let allocstall =
+            d.0.iter()
+                .filter(|(k, _)| k.starts_with("allocstall"))
+                .map(|(_, v)| v)
+                .sum();
+        let psi = read_psi().map(|p| {
+            let start = psi_start.unwrap_or_default();
+            Psi {
+                some_us: p.some_us.saturating_sub(start.some_us),
+                full_us: p.full_us.saturating_sub(start.full_us),
+            }
+        });
+        Sample {
+            t_s,
+            direct_reclaims: totals.counter(Counter::DirectReclaims),
+            direct_stall_ns: totals.counter(Counter::DirectReclaimNs),
+            memcg_reclaims: totals.counter(Counter::MemcgReclaims),
+            memcg_stall_ns: totals.counter(Counter::MemcgReclaimNs),
+            major_faults_target: totals.counter(Counter::MajorFaultsTarget),
+            swap_out_folios: totals.counter(Counter::WriteFolioAnon),
+            kswapd_rounds: totals.kswapd.iter().map(|(_, k, _)| k.wakes).sum(),
+            pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
+            pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
+            pswpin: d.get("pswpin"),
+            pswpout: d.get("pswpout"),
+            pgmajfault: d.get("pgmajfault"),
+            allocstall,
+            psi,
+            zones: std::fs::read_to_string("/proc/zoneinfo")
+                .map(|z| parse_zoneinfo(&z))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+pub fn read_psi() -> Option<Psi> {
+    parse_psi(&std::fs::read_to_string("/proc/pressure/memory").ok()?)
+}
+
+/// Per zone: seconds spent below the low and the min watermark, judged
+/// from the samples (each sample stands for the interval before it).
+pub fn time_below(samples: &[Sample]) -> Vec<(u32, String, f64, f64)> {
+    let mut out: Vec<(u32, String, f64, f64)> = Vec::new();
+    let mut prev_t = 0.0;
+    for s in samples {
+        let dt = (s.t_s - prev_t).max(0.0);
+        prev_t = s.t_s;
+        for z in s.zones.iter().filter(|z| z.managed > 0) {
+            let i = match out.iter().position(|o| o.0 == z.node && o.1 == z.zone) {
+                Some(i) => i,
+                None => {
+                    out.push((z.node, z.zone.clone(), 0.0, 0.0));
+                    out.len() - 1
+                }
+            };
+            if z.free < z.low {
+                out[i].2 += dt;
+            }
+            if z.free < z.min {
+                out[i].3 += dt;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zoneinfo_of_three_kernels() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let text =
+                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
+            let zones = parse_zoneinfo(&text);
+            let names: Vec<&str> = zones.iter().map(|z| z.zone.as_str()).collect();
+            assert_eq!(&names[..3], ["DMA", "DMA32", "Normal"], "{release}");
+            let dma = &zones[0];
+            assert!(dma.managed > 0 && dma.min > 0, "{release}: {dma:?}");
+            assert!(
+                dma.min < dma.low && dma.low < dma.high,
+                "{release}: {dma:?}"
+            );
+            assert!(
+                dma.free > 0 && dma.free <= dma.managed,
+                "{release}: {dma:?}"
+            );
+        }
+        let text = std::fs::read_to_string(dir.join("6.1.0-57-amd64/zoneinfo.txt")).expect("read");
+        let z = parse_zoneinfo(&text);
+        assert_eq!(
+            (z[1].free, z[1].min, z[1].low, z[1].high),
+            (104069, 653, 816, 979)
+        );
+    }
+
+    #[test]
+    fn psi_totals() {
+        let text = "some avg10=3.25 avg60=2.31 avg300=1.47 total=17304814\n\
+                    full avg10=3.18 avg60=2.26 avg300=1.43 total=16893076\n";
+        assert_eq!(
+            parse_psi(text),
+            Some(Psi {
+                some_us: 17304814,
+                full_us: 16893076
+            })
+        );
+        assert_eq!(parse_psi(""), None);
+    }
+
+    #[test]
+    fn time_below_watermarks() {
+        let zone = |free| ZoneSample {
+            node: 0,
+            zone: "Normal".into(),
+            free,
+            min: 10,
+            low: 20,
+            high: 30,
+            managed: 1000,
+        };
+        let samples: Vec<Sample> = [(1.0, 50), (2.0, 15), (3.0, 5), (4.0, 25)]
+            .into_iter()
+            .map(|(t_s, free)| Sample {
+                t_s,
+                zones: vec![zone(free)],
+                ..Default::default()
+            })
+            .collect();
+        let below = time_below(&samples);
+        assert_eq!(below, vec![(0, "Normal".to_string(), 2.0, 1.0)]);
+    }
+}
