@@ -261,7 +261,7 @@ pub const CATALOGUE: &[Metric] = &[
     },
     Metric {
         id: "swap_out",
-        title: "folios written by reclaim (anon: swap-out)",
+        title: "swap-out: folios written by reclaim",
         fault_latency_only: false,
         programs: &[
             tp!("write_folio", "vmscan": "mm_vmscan_write_folio" | "mm_vmscan_writepage",
