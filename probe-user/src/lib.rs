@@ -13,4 +13,5 @@ pub mod report;
 pub mod run;
 pub mod sample;
 pub mod size;
+pub mod swapdev;
 pub mod tracefs;

@@ -13,7 +13,7 @@ use aya::{
     },
     util::online_cpus,
 };
-use vmtrace_common::{Field, Fields, OomVictim, Target, names};
+use vmtrace_common::{Field, Fields, OomVictim, SwapExtents, Target, names};
 
 use crate::tracefs::TraceFs;
 
@@ -59,6 +59,8 @@ pub struct FieldUse {
     /// Without it the metric means nothing; an optional field that is
     /// missing reads as 0, with a notice.
     pub required: bool,
+    /// A char array read as its first 4 bytes (e.g. `rwbs`), not an int.
+    pub chars: bool,
 }
 
 /// A member of a kernel struct a program reads, resolved from kernel BTF.
@@ -106,6 +108,19 @@ macro_rules! req {
             name: $name,
             slot: |f: &mut Fields| &mut f.$slot,
             required: true,
+            chars: false,
+        }
+    };
+}
+
+/// A required char-array field, read as its first 4 characters.
+macro_rules! chars4 {
+    ($name:literal, $slot:ident) => {
+        FieldUse {
+            name: $name,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: true,
+            chars: true,
         }
     };
 }
@@ -117,6 +132,7 @@ macro_rules! opt {
             name: $name,
             slot: |f: &mut Fields| &mut f.$slot,
             required: false,
+            chars: false,
         }
     };
 }
@@ -266,6 +282,23 @@ pub const CATALOGUE: &[Metric] = &[
         programs: &[
             tp!("write_folio", "vmscan": "mm_vmscan_write_folio" | "mm_vmscan_writepage",
             [req!("reclaim_flags", write_folio_reclaim_flags)]),
+        ],
+    },
+    Metric {
+        id: "swap_io",
+        title: "swap device I/O latency",
+        fault_latency_only: false,
+        programs: &[
+            tp!("block_rq_issue", "block": "block_rq_issue", [
+                req!("dev", block_rq_issue_dev),
+                req!("sector", block_rq_issue_sector),
+                req!("nr_sector", block_rq_issue_nr_sector),
+                chars4!("rwbs", block_rq_issue_rwbs),
+            ]),
+            tp!("block_rq_complete", "block": "block_rq_complete", [
+                req!("dev", block_rq_complete_dev),
+                req!("sector", block_rq_complete_sector),
+            ]),
         ],
     },
     Metric {
@@ -425,7 +458,14 @@ pub fn plan(
                     events.push((program.name, event));
                     for used in program.fields {
                         let problem = match format.field(used.name) {
-                            Some(def) if matches!(def.size, 1 | 2 | 4 | 8) => {
+                            Some(def) if used.chars && def.size >= 4 => {
+                                *(used.slot)(&mut fields) = Field {
+                                    offset: def.offset,
+                                    size: 4,
+                                };
+                                continue;
+                            }
+                            Some(def) if !used.chars && matches!(def.size, 1 | 2 | 4 | 8) => {
                                 *(used.slot)(&mut fields) = Field {
                                     offset: def.offset,
                                     size: def.size,
@@ -585,10 +625,11 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/vm
 /// attaches every enabled metric. A metric that fails to attach is moved to
 /// `attach_failures` (with the kernel's reason); loading the object itself
 /// failing is an error.
-pub fn attach(mut plan: Plan, target: Target) -> Result<Probes> {
+pub fn attach(mut plan: Plan, target: Target, swap: &SwapExtents) -> Result<Probes> {
     let mut ebpf = EbpfLoader::new()
         .override_global(names::FIELDS, &plan.fields, true)
         .override_global(names::TARGET, &target, true)
+        .override_global(names::SWAP_EXTENTS, swap, true)
         .load(OBJECT)
         .context("loading vmtrace's eBPF object into the kernel failed")?;
     // The logger owns the log ring buffer's fd: it must outlive loading.

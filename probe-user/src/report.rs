@@ -180,6 +180,19 @@ pub struct NameCount {
     pub count: u64,
 }
 
+/// Block I/O to and from the swap areas.
+#[derive(Clone, Debug, Serialize)]
+pub struct SwapIoReport {
+    /// The swap areas whose requests were timed.
+    pub areas: Vec<String>,
+    /// More disk ranges than the probes hold: some requests were missed.
+    pub truncated: bool,
+    pub write: Summary,
+    pub write_bytes: u64,
+    pub read: Summary,
+    pub read_bytes: u64,
+}
+
 /// One OOM victim (`oom:mark_victim`).
 #[derive(Clone, Debug, Serialize)]
 pub struct OomVictimReport {
@@ -307,6 +320,7 @@ pub struct RunReport {
     /// Processes that stalled most in reclaim, most first (at most 10).
     pub top_stallers: Vec<StallerReport>,
     pub swap_out: Option<SwapOutReport>,
+    pub swap_io: Option<SwapIoReport>,
     pub kswapd: Option<KswapdReport>,
     pub slab_shrink: Option<SlabReport>,
     pub throttle: Option<ThrottleReport>,
@@ -588,6 +602,17 @@ impl RunReport {
             })
             .collect();
         self.kswapd = Some(k);
+    }
+
+    pub fn add_swap_io(&mut self, totals: &KernelTotals, layout: &crate::swapdev::SwapLayout) {
+        self.swap_io = Some(SwapIoReport {
+            areas: layout.areas.clone(),
+            truncated: layout.truncated,
+            write: summarize(totals.hist(Hist::SwapWrite)),
+            write_bytes: totals.counter(Counter::SwapWriteSectors) * 512,
+            read: summarize(totals.hist(Hist::SwapRead)),
+            read_bytes: totals.counter(Counter::SwapReadSectors) * 512,
+        });
     }
 
     /// Builds the zone table from the kernel totals and the samples.
@@ -962,6 +987,30 @@ impl RunReport {
                 w.anon_folios, v.pswpout
             )?;
             writeln!(o, "file writeback by reclaim: {} folios", w.file_folios)?;
+        }
+        if let Some(io) = &self.swap_io {
+            writeln!(o)?;
+            if io.areas.is_empty() {
+                writeln!(o, "swap I/O: no swap area was active")?;
+            } else {
+                for (title, s, bytes) in [
+                    ("swap writes", &io.write, io.write_bytes),
+                    ("swap reads", &io.read, io.read_bytes),
+                ] {
+                    writeln!(
+                        o,
+                        "{title}: {} requests, {}, issue to completion",
+                        s.count,
+                        human(bytes)
+                    )?;
+                    if s.count > 0 {
+                        write_hist(o, s)?;
+                    }
+                }
+                if io.truncated {
+                    writeln!(o, "  (swap areas too fragmented: some requests missed)")?;
+                }
+            }
         }
         if let Some(k) = &self.kswapd {
             writeln!(o)?;

@@ -20,7 +20,7 @@ use crate::{
     membox::{BoxSpec, MemBox},
     privilege, probes,
     report::{Exit, RunReport, Unavailable, Usage, VmstatDelta, fmt_ns},
-    sample,
+    sample, swapdev,
     tracefs::TraceFs,
 };
 
@@ -83,7 +83,12 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             "every task (this machine has no cgroup v2 to tell the command's apart)".into(),
         ),
     };
-    let mut probes = probes::attach(plan, target)?;
+    // After the box: its swapfile is one of the areas.
+    let swap_layout = swapdev::SwapLayout::read().unwrap_or_else(|e| {
+        eprintln!("vmtrace: notice: swap areas unreadable, swap I/O not timed: {e:#}");
+        swapdev::SwapLayout::default()
+    });
+    let mut probes = probes::attach(plan, target, &swap_layout.to_global())?;
     let mut unavailable: Vec<Unavailable> = probes
         .plan
         .unavailable
@@ -200,6 +205,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     report.unavailable.append(&mut unavailable);
     report.partial = partial;
     report.add_zones(&totals, &samples);
+    if enabled.contains(&"swap_io") {
+        report.add_swap_io(&totals, &swap_layout);
+    }
     report.timeline = samples;
     let exit_code = code.unwrap_or_else(|| 128 + sig.unwrap_or(0));
     Ok(RunOutcome { report, exit_code })

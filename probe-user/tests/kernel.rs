@@ -250,6 +250,36 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     eprintln!("swap-out: vmtrace {anon_out} folios, pswpout {pswpout}");
     assert!(within(anon_out, pswpout, 0.01), "{anon_out} vs {pswpout}");
 
+    // Swap device I/O: what the block layer moved to and from the swap
+    // area is what vmstat counts as swapped out and in (pages of 4 KiB).
+    let io = &r["swap_io"];
+    assert!(
+        io["areas"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|p| p.as_str().is_some_and(|p| p.contains("vmtrace-")))),
+        "{io:#}"
+    );
+    let page = 4096;
+    let (wrote, read) = (
+        io["write_bytes"].as_u64().unwrap_or(0),
+        io["read_bytes"].as_u64().unwrap_or(0),
+    );
+    let pswpin = delta(&before, &after, &["pswpin"]);
+    eprintln!(
+        "swap I/O: wrote {} pages vs pswpout {pswpout}, read {} vs pswpin {pswpin}",
+        wrote / page,
+        read / page
+    );
+    assert!(
+        within(wrote / page, pswpout, 0.01),
+        "{wrote} B vs {pswpout} pages"
+    );
+    assert!(
+        within(read / page, pswpin, 0.01),
+        "{read} B vs {pswpin} pages"
+    );
+    assert!(io["write"]["p50_ns"].as_u64().unwrap_or(0) > 0, "{io:#}");
+
     // The hog is the process that stalled most, and it is the target.
     let top = &r["top_stallers"][0];
     assert_eq!(top["comm"], "memhog", "{:#}", r["top_stallers"]);

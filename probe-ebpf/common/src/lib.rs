@@ -39,10 +39,14 @@ pub enum Hist {
     Throttle = 6,
     /// One compaction run (begin..end) of a target task (ns).
     Compaction = 7,
+    /// One write request to a swap area, issue to completion (ns).
+    SwapWrite = 8,
+    /// One read request from a swap area, issue to completion (ns).
+    SwapRead = 9,
 }
 
 impl Hist {
-    pub const ALL: [Hist; 8] = [
+    pub const ALL: [Hist; 10] = [
         Hist::DirectReclaim,
         Hist::MemcgReclaim,
         Hist::MinorFault,
@@ -51,6 +55,8 @@ impl Hist {
         Hist::SlabShrink,
         Hist::Throttle,
         Hist::Compaction,
+        Hist::SwapWrite,
+        Hist::SwapRead,
     ];
     pub const COUNT: u32 = Self::ALL.len() as u32;
 }
@@ -105,11 +111,80 @@ pub enum Counter {
     DirectReclaimNs = 21,
     /// Total stall time of target memcg reclaims (ns).
     MemcgReclaimNs = 22,
+    /// Completed block requests writing to a swap area, and their sectors.
+    SwapWriteRequests = 23,
+    SwapWriteSectors = 24,
+    /// Completed block requests reading from a swap area, and sectors.
+    SwapReadRequests = 25,
+    SwapReadSectors = 26,
+    /// Swap I/O issues not recorded because the map was full.
+    SwapIoStartDropped = 27,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 23;
+    pub const COUNT: u32 = 28;
 }
+
+/// Most disk ranges that make up the swap areas (a swapfile's extents,
+/// merged; a swap partition is one).
+pub const MAX_SWAP_EXTENTS: usize = 64;
+
+/// One disk range of a swap area, in 512-byte sectors of the whole disk,
+/// as the block tracepoints report them. `dev` uses the kernel's dev_t
+/// encoding (major << 20 | minor).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwapExtent {
+    pub dev: u32,
+    pub _pad: u32,
+    pub start: u64,
+    /// Exclusive.
+    pub end: u64,
+}
+
+/// The swap areas' disk ranges (global `SWAP_EXTENTS`, set at load time).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwapExtents {
+    pub count: u32,
+    pub _pad: u32,
+    pub extents: [SwapExtent; MAX_SWAP_EXTENTS],
+}
+
+impl SwapExtents {
+    pub const EMPTY: SwapExtents = SwapExtents {
+        count: 0,
+        _pad: 0,
+        extents: [SwapExtent {
+            dev: 0,
+            _pad: 0,
+            start: 0,
+            end: 0,
+        }; MAX_SWAP_EXTENTS],
+    };
+}
+
+/// Key of an in-flight block request: disk and first sector.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoKey {
+    pub dev: u32,
+    pub _pad: u32,
+    pub sector: u64,
+}
+
+/// An in-flight swap request.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoStart {
+    pub start_ns: u64,
+    /// 1 for a write, 0 for a read.
+    pub write: u32,
+    pub nr_sector: u32,
+}
+
+/// Swap requests in flight at once that can be timed.
+pub const MAX_IO_IN_FLIGHT: u32 = 16384;
 
 /// LRU lists as `mm_vmscan_lru_isolate.lru` numbers them (enum lru_list).
 pub const LRU_LISTS: u32 = 5;
@@ -417,6 +492,14 @@ pub struct Fields {
     /// `oom:reclaim_retry_zone` node and zone.
     pub reclaim_retry_zone_node: Field,
     pub reclaim_retry_zone_zone_idx: Field,
+    /// `block:block_rq_issue` / `block_rq_complete`; `rwbs` is read as
+    /// its first 4 characters.
+    pub block_rq_issue_dev: Field,
+    pub block_rq_issue_sector: Field,
+    pub block_rq_issue_nr_sector: Field,
+    pub block_rq_issue_rwbs: Field,
+    pub block_rq_complete_dev: Field,
+    pub block_rq_complete_sector: Field,
 }
 
 impl Fields {
@@ -450,6 +533,7 @@ pub mod names {
     pub const THROTTLE_REASON: &str = "THROTTLE_REASON";
     pub const PROCESS_FAULTS: &str = "PROCESS_FAULTS";
     pub const LRU_ISOLATE: &str = "LRU_ISOLATE";
+    pub const SWAP_EXTENTS: &str = "SWAP_EXTENTS";
     pub const RECLAIM_RETRY_ZONE: &str = "RECLAIM_RETRY_ZONE";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
@@ -469,6 +553,7 @@ mod pod {
     unsafe impl aya::Pod for super::KswapdNode {}
     unsafe impl aya::Pod for super::ProcFaults {}
     unsafe impl aya::Pod for super::LruIsolate {}
+    unsafe impl aya::Pod for super::SwapExtents {}
     unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
