@@ -82,7 +82,19 @@ fn per_cpu_array<'a, V: aya::Pod>(
 
 /// Sums a per-CPU cell of u64 counters.
 fn sum_u64(map: &PerCpuArray<&aya::maps::MapData, u64>, idx: u32) -> Result<u64> {
-    Ok(map.get(&idx, 0)?.iter().sum())
+    sum_cell(map, idx)
+}
+
+/// Adds up one cell of a per-CPU array over every CPU.
+fn sum_cell<V>(map: &PerCpuArray<&aya::maps::MapData, V>, idx: u32) -> Result<V>
+where
+    V: aya::Pod + Default + std::ops::AddAssign,
+{
+    let mut sum = V::default();
+    for v in map.get(&idx, 0)?.iter() {
+        sum += *v;
+    }
+    Ok(sum)
 }
 
 /// Reads every map. Cheap enough to call once per progress interval.
@@ -111,20 +123,7 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
         for context in ReclaimContext::ALL {
             for lru in LruType::ALL {
                 let cell = lru_cell(node, context, lru);
-                let mut sum = LruShrinkInactive::default();
-                for c in inactive.get(&cell, 0)?.iter() {
-                    sum.events += c.events;
-                    sum.nr_scanned += c.nr_scanned;
-                    sum.nr_reclaimed += c.nr_reclaimed;
-                    sum.nr_dirty += c.nr_dirty;
-                    sum.nr_writeback += c.nr_writeback;
-                    sum.nr_congested += c.nr_congested;
-                    sum.nr_immediate += c.nr_immediate;
-                    sum.nr_activate_anon += c.nr_activate_anon;
-                    sum.nr_activate_file += c.nr_activate_file;
-                    sum.nr_ref_keep += c.nr_ref_keep;
-                    sum.nr_unmap_fail += c.nr_unmap_fail;
-                }
+                let sum: LruShrinkInactive = sum_cell(&inactive, cell)?;
                 if sum.events > 0 {
                     t.lru.push(LruRow {
                         node,
@@ -133,14 +132,7 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
                         totals: sum,
                     });
                 }
-                let mut sum = LruShrinkActive::default();
-                for c in active.get(&cell, 0)?.iter() {
-                    sum.events += c.events;
-                    sum.nr_taken += c.nr_taken;
-                    sum.nr_active += c.nr_active;
-                    sum.nr_deactivated += c.nr_deactivated;
-                    sum.nr_referenced += c.nr_referenced;
-                }
+                let sum: LruShrinkActive = sum_cell(&active, cell)?;
                 if sum.events > 0 {
                     t.lru_active.push(LruRow {
                         node,
@@ -187,14 +179,7 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
     let isolate = per_cpu_array::<LruIsolate>(probes, names::LRU_ISOLATE)?;
     for zone in 0..MAX_ZONES {
         for lru in 0..LRU_LISTS {
-            let mut sum = LruIsolate::default();
-            for c in isolate.get(&isolate_cell(zone, lru), 0)?.iter() {
-                sum.events += c.events;
-                sum.nr_requested += c.nr_requested;
-                sum.nr_scanned += c.nr_scanned;
-                sum.nr_skipped += c.nr_skipped;
-                sum.nr_taken += c.nr_taken;
-            }
+            let sum: LruIsolate = sum_cell(&isolate, isolate_cell(zone, lru))?;
             if sum.events > 0 {
                 t.isolate.push((zone, lru, sum));
             }
@@ -229,12 +214,7 @@ fn read_kswapd(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let wakeups = per_cpu_array::<u64>(probes, names::KSWAPD_WAKEUPS)?;
     let now = monotonic_ns();
     for node in 0..online_node_limit() {
-        let mut sum = KswapdNode::default();
-        for n in nodes.get(&node, 0)?.iter() {
-            sum.wakes += n.wakes;
-            sum.sleeps += n.sleeps;
-            sum.awake_ns += n.awake_ns;
-        }
+        let sum: KswapdNode = sum_cell(&nodes, node)?;
         let woke = since.get(&node, 0)?;
         let awake_now = (woke != 0).then(|| now.saturating_sub(woke));
         if sum.wakes > 0 || awake_now.is_some() {

@@ -27,8 +27,12 @@ pub enum Hook {
         system: &'static str,
         events: &'static [&'static str],
     },
-    /// A BTF tracepoint (typed arguments, no perf buffer copy).
-    BtfTracepoint { event: &'static str },
+    /// A BTF tracepoint (typed arguments, no perf buffer copy; skipped
+    /// only when it interrupts itself, not any BPF program).
+    BtfTracepoint {
+        system: &'static str,
+        event: &'static str,
+    },
     /// A software perf event with sample period 1 on every CPU.
     PerfSoftware(SoftwareEvent),
 }
@@ -39,7 +43,7 @@ impl Hook {
             Hook::Tracepoint { system, events } => {
                 format!("tracepoint {system}:{}", events.join("|"))
             }
-            Hook::BtfTracepoint { event } => format!("BTF tracepoint exceptions:{event}"),
+            Hook::BtfTracepoint { system, event } => format!("BTF tracepoint {system}:{event}"),
             Hook::PerfSoftware(ev) => {
                 let name = match ev {
                     SoftwareEvent::PageFaultsMaj => "PAGE_FAULTS_MAJ",
@@ -59,15 +63,27 @@ pub struct FieldUse {
     /// Without it the metric means nothing; an optional field that is
     /// missing reads as 0, with a notice.
     pub required: bool,
-    /// A char array read as its first 4 bytes (e.g. `rwbs`), not an int.
-    pub chars: bool,
 }
 
 /// A member of a kernel struct a program reads, resolved from kernel BTF.
 pub struct MemberUse {
     pub strukt: &'static str,
     pub member: &'static str,
+    /// Bytes the program reads (4 or 8; pointers are 8).
+    pub size: u16,
     pub slot: fn(&mut Fields) -> &mut Field,
+}
+
+/// `member!(request, __sector, 8, request_sector)`
+macro_rules! member {
+    ($strukt:ident . $member:ident, $size:literal, $slot:ident) => {
+        MemberUse {
+            strukt: stringify!($strukt),
+            member: stringify!($member),
+            size: $size,
+            slot: |f: &mut Fields| &mut f.$slot,
+        }
+    };
 }
 
 /// Kernel type information: where struct members lie on this kernel.
@@ -108,19 +124,6 @@ macro_rules! req {
             name: $name,
             slot: |f: &mut Fields| &mut f.$slot,
             required: true,
-            chars: false,
-        }
-    };
-}
-
-/// A required char-array field, read as its first 4 characters.
-macro_rules! chars4 {
-    ($name:literal, $slot:ident) => {
-        FieldUse {
-            name: $name,
-            slot: |f: &mut Fields| &mut f.$slot,
-            required: true,
-            chars: true,
         }
     };
 }
@@ -132,7 +135,6 @@ macro_rules! opt {
             name: $name,
             slot: |f: &mut Fields| &mut f.$slot,
             required: false,
-            chars: false,
         }
     };
 }
@@ -289,16 +291,32 @@ pub const CATALOGUE: &[Metric] = &[
         title: "swap device I/O latency",
         fault_latency_only: false,
         programs: &[
-            tp!("block_rq_issue", "block": "block_rq_issue", [
-                req!("dev", block_rq_issue_dev),
-                req!("sector", block_rq_issue_sector),
-                req!("nr_sector", block_rq_issue_nr_sector),
-                chars4!("rwbs", block_rq_issue_rwbs),
-            ]),
-            tp!("block_rq_complete", "block": "block_rq_complete", [
-                req!("dev", block_rq_complete_dev),
-                req!("sector", block_rq_complete_sector),
-            ]),
+            Program {
+                name: "block_rq_issue",
+                hook: Hook::BtfTracepoint {
+                    system: "block",
+                    event: "block_rq_issue",
+                },
+                fields: &[],
+                members: &[
+                    member!(request.__sector, 8, request_sector),
+                    member!(request.__data_len, 4, request_data_len),
+                    member!(request.cmd_flags, 4, request_cmd_flags),
+                    member!(request.q, 8, request_q),
+                    member!(request_queue.disk, 8, request_queue_disk),
+                    member!(gendisk.major, 4, gendisk_major),
+                    member!(gendisk.first_minor, 4, gendisk_first_minor),
+                ],
+            },
+            Program {
+                name: "block_rq_complete",
+                hook: Hook::BtfTracepoint {
+                    system: "block",
+                    event: "block_rq_complete",
+                },
+                fields: &[],
+                members: &[],
+            },
         ],
     },
     Metric {
@@ -346,16 +364,8 @@ pub const CATALOGUE: &[Metric] = &[
             },
             fields: &[],
             members: &[
-                MemberUse {
-                    strukt: "task_struct",
-                    member: "min_flt",
-                    slot: |f: &mut Fields| &mut f.task_min_flt,
-                },
-                MemberUse {
-                    strukt: "task_struct",
-                    member: "maj_flt",
-                    slot: |f: &mut Fields| &mut f.task_maj_flt,
-                },
+                member!(task_struct.min_flt, 8, task_min_flt),
+                member!(task_struct.maj_flt, 8, task_maj_flt),
             ],
         }],
     },
@@ -366,6 +376,7 @@ pub const CATALOGUE: &[Metric] = &[
         programs: &[Program {
             name: "page_fault_kernel",
             hook: Hook::BtfTracepoint {
+                system: "exceptions",
                 event: "page_fault_kernel",
             },
             fields: &[],
@@ -380,6 +391,7 @@ pub const CATALOGUE: &[Metric] = &[
             Program {
                 name: "page_fault_user",
                 hook: Hook::BtfTracepoint {
+                    system: "exceptions",
                     event: "page_fault_user",
                 },
                 fields: &[],
@@ -458,14 +470,7 @@ pub fn plan(
                     events.push((program.name, event));
                     for used in program.fields {
                         let problem = match format.field(used.name) {
-                            Some(def) if used.chars && def.size >= 4 => {
-                                *(used.slot)(&mut fields) = Field {
-                                    offset: def.offset,
-                                    size: 4,
-                                };
-                                continue;
-                            }
-                            Some(def) if !used.chars && matches!(def.size, 1 | 2 | 4 | 8) => {
+                            Some(def) if matches!(def.size, 1 | 2 | 4 | 8) => {
                                 *(used.slot)(&mut fields) = Field {
                                     offset: def.offset,
                                     size: def.size,
@@ -485,7 +490,7 @@ pub fn plan(
                         partial.push((metric.id, format!("{problem} (shown as 0)")));
                     }
                 }
-                Hook::BtfTracepoint { event } => {
+                Hook::BtfTracepoint { system, event } => {
                     if types.is_none() {
                         plan.unavailable.push((
                             metric.id,
@@ -493,10 +498,10 @@ pub fn plan(
                         ));
                         continue 'metric;
                     }
-                    if tracefs.format("exceptions", event)?.is_none() {
+                    if tracefs.format(system, event)?.is_none() {
                         plan.unavailable.push((
                             metric.id,
-                            format!("this kernel has no tracepoint exceptions:{event} (x86 only)"),
+                            format!("this kernel has no tracepoint {system}:{event}"),
                         ));
                         continue 'metric;
                     }
@@ -515,7 +520,12 @@ pub fn plan(
                     continue 'metric;
                 };
                 match types.member_offset(m.strukt, m.member).map(u16::try_from) {
-                    Some(Ok(offset)) => *(m.slot)(&mut fields) = Field { offset, size: 8 },
+                    Some(Ok(offset)) => {
+                        *(m.slot)(&mut fields) = Field {
+                            offset,
+                            size: m.size,
+                        }
+                    }
                     _ => {
                         plan.unavailable.push((
                             metric.id,
@@ -603,6 +613,34 @@ impl Probes {
         if let Some(l) = &mut self.logger {
             l.flush();
         }
+    }
+
+    /// Per attached program, the events the kernel skipped because the
+    /// program would have run nested in another BPF program on the same
+    /// CPU (`recursion_misses` of its fdinfo). Non-zero means undercounts.
+    pub fn misses(&self) -> Vec<(&'static str, u64)> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let mut out = Vec::new();
+        for metric in CATALOGUE.iter().filter(|m| self.plan.is_enabled(m.id)) {
+            for p in metric.programs {
+                let Some(Ok(fd)) = self.ebpf.program(p.name).map(|prog| prog.fd()) else {
+                    continue;
+                };
+                let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
+                let misses = std::fs::read_to_string(path)
+                    .ok()
+                    .and_then(|info| {
+                        info.lines()
+                            .find_map(|l| l.strip_prefix("recursion_misses:"))
+                            .and_then(|v| v.trim().parse().ok())
+                    })
+                    .unwrap_or(0);
+                if misses > 0 {
+                    out.push((p.name, misses));
+                }
+            }
+        }
+        out
     }
 
     /// Moves OOM victim records out of the ring buffer into `oom_victims`.
@@ -709,7 +747,7 @@ fn attach_program(
             tp.attach(system, event)
                 .with_context(|| format!("attaching {}", what()))?;
         }
-        Hook::BtfTracepoint { event } => {
+        Hook::BtfTracepoint { event, .. } => {
             if btf.is_none() {
                 *btf = Some(Btf::from_sys_fs().context("reading kernel BTF")?);
             }
@@ -758,6 +796,13 @@ mod tests {
             match (strukt, member) {
                 ("task_struct", "min_flt") => Some(2480),
                 ("task_struct", "maj_flt") => Some(2488),
+                ("request", "__sector") => Some(48),
+                ("request", "__data_len") => Some(44),
+                ("request", "cmd_flags") => Some(24),
+                ("request", "q") => Some(0),
+                ("request_queue", "disk") => Some(88),
+                ("gendisk", "major") => Some(0),
+                ("gendisk", "first_minor") => Some(4),
                 _ => None,
             }
         }
@@ -919,7 +964,15 @@ mod tests {
         // Without BTF: fault latency, kernel faults and per-process faults
         // go, each saying why; everything else stays.
         let gone: Vec<&str> = no_btf.unavailable.iter().map(|(id, _)| *id).collect();
-        assert_eq!(gone, ["process_faults", "kernel_faults", "fault_latency"]);
+        assert_eq!(
+            gone,
+            [
+                "swap_io",
+                "process_faults",
+                "kernel_faults",
+                "fault_latency"
+            ]
+        );
         assert!(
             no_btf
                 .unavailable

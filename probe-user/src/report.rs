@@ -284,6 +284,10 @@ pub struct Dropped {
     pub fault_start_map_full: u64,
     pub node_out_of_range: u64,
     pub oom_records_lost: u64,
+    pub swap_io_map_full: u64,
+    /// Events the kernel did not run a program for, because it would have
+    /// interrupted another BPF program on the same CPU (program, count).
+    pub program_misses: Vec<(String, u64)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -548,6 +552,8 @@ impl RunReport {
             fault_start_map_full: totals.counter(Counter::FaultStartDropped),
             node_out_of_range: totals.counter(Counter::NodeOutOfRange),
             oom_records_lost: totals.counter(Counter::OomRecordsDropped),
+            swap_io_map_full: totals.counter(Counter::SwapIoStartDropped),
+            program_misses: Vec::new(),
         };
     }
 
@@ -1177,10 +1183,27 @@ impl RunReport {
         }
 
         let d = &self.dropped;
+        if !d.program_misses.is_empty() {
+            writeln!(o)?;
+            let list: Vec<String> = d
+                .program_misses
+                .iter()
+                .map(|(p, n)| format!("{p} {n}"))
+                .collect();
+            let text = format!(
+                "warning: events skipped by the kernel (program would have nested \
+                 in another BPF program on its CPU): {}",
+                list.join(", ")
+            );
+            for line in wrap(&text, 72) {
+                writeln!(o, "{line}")?;
+            }
+        }
         let lost = d.reclaim_start_map_full
             + d.fault_start_map_full
             + d.node_out_of_range
-            + d.oom_records_lost;
+            + d.oom_records_lost
+            + d.swap_io_map_full;
         if lost > 0 || d.reclaim_end_without_begin > 0 {
             writeln!(o)?;
             writeln!(
@@ -1196,17 +1219,20 @@ impl RunReport {
             writeln!(o, "  without a begin (reclaims already running at attach),")?;
             writeln!(
                 o,
-                "  {} OOM victim records (ring buffer full)",
-                d.oom_records_lost
+                "  {} OOM victim records (ring buffer full), {} swap I/Os (map full)",
+                d.oom_records_lost, d.swap_io_map_full
             )?;
         }
-        if !self.unavailable.is_empty() {
+        if !self.unavailable.is_empty() || !self.partial.is_empty() {
             writeln!(o)?;
-            for u in &self.unavailable {
-                for line in wrap(
-                    &format!("notice: {} unavailable: {}", u.metric, u.reason),
-                    72,
-                ) {
+            let notices = self
+                .unavailable
+                .iter()
+                .map(|u| (u, "unavailable"))
+                .chain(self.partial.iter().map(|u| (u, "incomplete")));
+            for (u, what) in notices {
+                let text = format!("notice: {} {what}: {}", u.metric, u.reason);
+                for line in wrap(&text, 72) {
                     writeln!(o, "{line}")?;
                 }
             }
@@ -1585,6 +1611,10 @@ mod tests {
             }],
             ..Default::default()
         };
+        r.partial = vec![Unavailable {
+            metric: "oom".into(),
+            reason: "oom:mark_victim has no field anon_rss (shown as 0)".into(),
+        }];
         r.add_kernel_totals(&totals, &|id| id != "direct_reclaim");
         r.add_oom_victims(
             &[vmtrace_common::OomVictim {
@@ -1628,6 +1658,7 @@ mod tests {
         assert!(text.contains("12:9 0:1"), "{text}");
         assert!(text.contains("swap-out: 777 anon folios"), "{text}");
         assert!(text.contains("referenced kept"), "{text}");
+        assert!(text.contains("notice: oom incomplete: oom:mark_victim has no field"));
     }
 
     #[test]
@@ -1681,7 +1712,15 @@ mod tests {
         assert!(
             listed
                 .iter()
-                .filter(|m| !["fault_latency", "kernel_faults", "process_faults"].contains(&m.id))
+                .filter(|m| {
+                    ![
+                        "fault_latency",
+                        "kernel_faults",
+                        "process_faults",
+                        "swap_io",
+                    ]
+                    .contains(&m.id)
+                })
                 .all(|m| m.available)
         );
     }

@@ -133,11 +133,13 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         samples: Vec::new(),
     };
     let waited = rt.block_on(wait(pid, &mut signals, &mut watch))?;
+    swap_layout.wait_idle(Duration::from_secs(2));
     let samples = std::mem::take(&mut watch.samples);
     let wall = started.elapsed();
     let after = VmStat::read()?;
     let kswapd_cpu_after = collect::kswapd_cpu();
     let totals = collect::read(&probes)?;
+    let misses = probes.misses();
     probes.flush_log();
     probes.drain_oom();
     let oom_victims = std::mem::take(&mut probes.oom_victims);
@@ -183,6 +185,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         ..Default::default()
     };
     report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
+    report.dropped.program_misses = misses.iter().map(|(p, n)| (p.to_string(), *n)).collect();
     if enabled.contains(&"kswapd") || enabled.contains(&"kswapd_wakeups") {
         let cpu: Vec<(u32, f64, f64)> = kswapd_cpu_after
             .iter()

@@ -53,6 +53,23 @@ impl SwapLayout {
         Ok(layout)
     }
 
+    /// Waits (at most `limit`) until the swap disks have no request in
+    /// flight, queued ones included (/sys/dev/block/*/inflight), so that
+    /// the write-back of a command that just exited is counted before the
+    /// probes detach.
+    pub fn wait_idle(&self, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        let mut disks: Vec<u32> = self.extents.iter().map(|e| e.dev).collect();
+        disks.dedup();
+        let busy = |kdev: &u32| {
+            let path = format!("/sys/dev/block/{}:{}/inflight", kdev >> 20, kdev & 0xfffff);
+            fs::read_to_string(path).is_ok_and(|s| s.split_whitespace().any(|n| n != "0"))
+        };
+        while disks.iter().any(busy) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// The global the eBPF programs read.
     pub fn to_global(&self) -> SwapExtents {
         let mut g = SwapExtents::EMPTY;

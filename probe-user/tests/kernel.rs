@@ -130,6 +130,16 @@ fn vmtrace(args: &[&str]) -> Command {
     c
 }
 
+/// `vmtrace run --progress 0 [--json] OPTIONS -- memhog HOG_ARGS`.
+fn run_memhog(json: bool, options: &[&str], hog_args: &[&str]) -> Command {
+    let mut c = vmtrace(&["run", "--progress", "0"]);
+    if json {
+        c.arg("--json");
+    }
+    c.args(options).arg("--").arg(memhog()).args(hog_args);
+    c
+}
+
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -151,21 +161,12 @@ fn within(a: u64, b: u64, frac: f64) -> bool {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     let _g = guard();
-    let hog = memhog();
     let before = vmstat();
-    let out = vmtrace(&[
-        "run",
-        "--json",
-        "--progress",
-        "0",
-        "--mem",
-        "128M",
-        "--swap",
-        "1G",
-        "--",
-    ])
-    .arg(&hog)
-    .args(["--mib", "384", "--passes", "1"])
+    let out = run_memhog(
+        true,
+        &["--mem", "128M", "--swap", "1G"],
+        &["--mib", "384", "--passes", "1"],
+    )
     .output()
     .expect("run vmtrace");
     let after = vmstat();
@@ -280,6 +281,21 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     );
     assert!(io["write"]["p50_ns"].as_u64().unwrap_or(0) > 0, "{io:#}");
 
+    // Nothing was lost: no program skipped by the kernel, no map full.
+    let dropped = &r["dropped"];
+    assert_eq!(
+        dropped["program_misses"],
+        serde_json::json!([]),
+        "{dropped:#}"
+    );
+    for key in [
+        "reclaim_start_map_full",
+        "swap_io_map_full",
+        "node_out_of_range",
+    ] {
+        assert_eq!(dropped[key], 0, "{dropped:#}");
+    }
+
     // The hog is the process that stalled most, and it is the target.
     let top = &r["top_stallers"][0];
     assert_eq!(top["comm"], "memhog", "{:#}", r["top_stallers"]);
@@ -367,9 +383,7 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
 fn oom_kill_is_reported_with_its_victim() {
     let _g = guard();
     let before = vmstat();
-    let out = vmtrace(&["run", "--json", "--progress", "0", "--mem", "64M", "--"])
-        .arg(memhog())
-        .args(["--mib", "256"])
+    let out = run_memhog(true, &["--mem", "64M"], &["--mib", "256"])
         .output()
         .expect("run vmtrace");
     let after = vmstat();
@@ -387,9 +401,7 @@ fn oom_kill_is_reported_with_its_victim() {
     let anon = v["anon_rss_kb"].as_u64().unwrap_or(0);
     assert!((32 << 10..=64 << 10).contains(&anon), "anon-rss {anon} kB");
 
-    let text = vmtrace(&["run", "--progress", "0", "--mem", "64M", "--"])
-        .arg(memhog())
-        .args(["--mib", "256"])
+    let text = run_memhog(false, &["--mem", "64M"], &["--mib", "256"])
         .output()
         .expect("run vmtrace");
     let text = String::from_utf8_lossy(&text.stdout);
@@ -401,18 +413,11 @@ fn oom_kill_is_reported_with_its_victim() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn text_report_has_histograms_and_fits_a_mail() {
     let _g = guard();
-    let out = vmtrace(&[
-        "run",
-        "--progress",
-        "0",
-        "--mem",
-        "64M",
-        "--swap",
-        "512M",
-        "--",
-    ])
-    .arg(memhog())
-    .args(["--mib", "160"])
+    let out = run_memhog(
+        false,
+        &["--mem", "64M", "--swap", "512M"],
+        &["--mib", "160"],
+    )
     .output()
     .expect("run vmtrace");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -503,19 +508,11 @@ fn bad_sizes_are_refused() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn interrupt_still_reports_and_cleans_up() {
     let _g = guard();
-    let child = vmtrace(&[
-        "run",
-        "--json",
-        "--progress",
-        "0",
-        "--mem",
-        "64M",
-        "--swap",
-        "512M",
-        "--",
-    ])
-    .arg(memhog())
-    .args(["--mib", "128", "--passes", "100000"])
+    let child = run_memhog(
+        true,
+        &["--mem", "64M", "--swap", "512M"],
+        &["--mib", "128", "--passes", "100000"],
+    )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()
@@ -578,22 +575,10 @@ fn missing_tracepoint_disables_only_its_metric() {
         let _ = Command::new("umount").arg("/sys/kernel/tracing").status();
     }
     std::fs::remove_dir_all(tmp.join("vmscan/mm_vmscan_direct_reclaim_begin")).expect("rm");
-    let out = vmtrace(&[
-        "run",
-        "--json",
-        "--progress",
-        "0",
-        "--mem",
-        "64M",
-        "--swap",
-        "256M",
-        "--",
-    ])
-    .arg(memhog())
-    .args(["--mib", "96"])
-    .env("VMTRACE_TRACEFS_FORMATS", &tmp)
-    .output()
-    .expect("run vmtrace");
+    let out = run_memhog(true, &["--mem", "64M", "--swap", "256M"], &["--mib", "96"])
+        .env("VMTRACE_TRACEFS_FORMATS", &tmp)
+        .output()
+        .expect("run vmtrace");
     std::fs::remove_dir_all(&tmp).ok();
     let r = json_of(&out);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -612,9 +597,7 @@ fn missing_tracepoint_disables_only_its_metric() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn fault_latency_counts_match_rusage() {
     let _g = guard();
-    let out = vmtrace(&["run", "--json", "--progress", "0", "--fault-latency", "--"])
-        .arg(memhog())
-        .args(["--mib", "64"])
+    let out = run_memhog(true, &["--fault-latency"], &["--mib", "64"])
         .output()
         .expect("run vmtrace");
     let r = json_of(&out);
@@ -720,9 +703,7 @@ fn kswapd_under_global_pressure_matches_vmstat() {
         "{mib} MiB would not fit"
     );
     let before = vmstat();
-    let out = vmtrace(&["run", "--json", "--progress", "0", "--swap", "2G", "--"])
-        .arg(memhog())
-        .args(["--mib", &mib.to_string()])
+    let out = run_memhog(true, &["--swap", "2G"], &["--mib", &mib.to_string()])
         .output()
         .expect("run vmtrace");
     let after = vmstat();
@@ -777,6 +758,12 @@ fn kswapd_under_global_pressure_matches_vmstat() {
     assert!(
         within(reclaimed, pgsteal_kswapd, 0.01),
         "{reclaimed} vs {pgsteal_kswapd}"
+    );
+    assert_eq!(
+        r["dropped"]["program_misses"],
+        serde_json::json!([]),
+        "{:#}",
+        r["dropped"]
     );
     // Global reclaim: isolation from the active lists is vmstat's pgrefill.
     let iso_active = isolate_scanned(&r, &[1, 3]);

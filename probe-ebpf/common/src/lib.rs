@@ -164,15 +164,6 @@ impl SwapExtents {
     };
 }
 
-/// Key of an in-flight block request: disk and first sector.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IoKey {
-    pub dev: u32,
-    pub _pad: u32,
-    pub sector: u64,
-}
-
 /// An in-flight swap request.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -492,14 +483,16 @@ pub struct Fields {
     /// `oom:reclaim_retry_zone` node and zone.
     pub reclaim_retry_zone_node: Field,
     pub reclaim_retry_zone_zone_idx: Field,
-    /// `block:block_rq_issue` / `block_rq_complete`; `rwbs` is read as
-    /// its first 4 characters.
-    pub block_rq_issue_dev: Field,
-    pub block_rq_issue_sector: Field,
-    pub block_rq_issue_nr_sector: Field,
-    pub block_rq_issue_rwbs: Field,
-    pub block_rq_complete_dev: Field,
-    pub block_rq_complete_sector: Field,
+    /// Members read from a `struct request` (BTF) by the swap I/O
+    /// programs: `__sector`, `__data_len`, `cmd_flags`, `q`; then
+    /// `request_queue.disk` and `gendisk.major` / `.first_minor`.
+    pub request_sector: Field,
+    pub request_data_len: Field,
+    pub request_cmd_flags: Field,
+    pub request_q: Field,
+    pub request_queue_disk: Field,
+    pub gendisk_major: Field,
+    pub gendisk_first_minor: Field,
 }
 
 impl Fields {
@@ -540,6 +533,51 @@ pub mod names {
     pub const FIELDS: &str = "FIELDS";
     pub const TARGET: &str = "TARGET";
 }
+
+/// Field-by-field sums, for adding up per-CPU cells (userspace) without
+/// listing every field at each place that does it.
+macro_rules! impl_add_assign {
+    ($t:ty { $($f:ident),* $(,)? }) => {
+        impl core::ops::AddAssign for $t {
+            fn add_assign(&mut self, o: Self) {
+                $(self.$f += o.$f;)*
+            }
+        }
+    };
+}
+
+impl_add_assign!(LruShrinkInactive {
+    events,
+    nr_scanned,
+    nr_reclaimed,
+    nr_dirty,
+    nr_writeback,
+    nr_congested,
+    nr_immediate,
+    nr_activate_anon,
+    nr_activate_file,
+    nr_ref_keep,
+    nr_unmap_fail,
+});
+impl_add_assign!(LruShrinkActive {
+    events,
+    nr_taken,
+    nr_active,
+    nr_deactivated,
+    nr_referenced
+});
+impl_add_assign!(LruIsolate {
+    events,
+    nr_requested,
+    nr_scanned,
+    nr_skipped,
+    nr_taken
+});
+impl_add_assign!(KswapdNode {
+    wakes,
+    sleeps,
+    awake_ns
+});
 
 #[cfg(feature = "user")]
 mod pod {
