@@ -12,6 +12,7 @@
 //!   throttling, compaction;
 //! - `swap`: swap-out (`mm_vmscan_write_folio` of anon folios);
 //! - `oom`: OOM victims (`oom:mark_victim`);
+//! - `zone`: page allocations per zone (opt-in: a hot path);
 //! - `fault`: major-fault counts and, behind an option, fault latency.
 //!
 //! Field offsets of classic tracepoints are not compiled in: userspace reads
@@ -28,6 +29,7 @@ mod reclaim;
 mod shared;
 mod stall;
 mod swap;
+mod zone;
 
 #[cfg(not(test))]
 #[panic_handler]

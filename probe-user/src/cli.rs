@@ -96,6 +96,16 @@ timed: the kernel raises no perf event for them."
     )]
     pub fault_latency: bool,
 
+    /// Count page allocations per zone (kmem:mm_page_alloc; a hot path)
+    #[arg(
+        long,
+        long_help = "Count the pages allocated from each zone (kmem:mm_page_alloc, \
+zone found from the pfn): the seed mails' question of uneven pressure on the DMA \
+and Normal zones. Off by default: every page allocation of every task runs the \
+probe (see docs/BENCHMARKS.md for its measured cost)."
+    )]
+    pub page_alloc: bool,
+
     /// Print the report as JSON on stdout instead of text
     #[arg(long)]
     pub json: bool,
@@ -126,6 +136,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     swap_dir: args.swap_dir,
                 },
                 fault_latency: args.fault_latency,
+                page_alloc: args.page_alloc,
                 progress: (args.progress > 0).then(|| Duration::from_secs(args.progress)),
                 interval: Duration::from_secs_f64(args.interval),
             };

@@ -42,6 +42,8 @@ pub struct KernelTotals {
     pub kswapd_wakers: Vec<(String, u64)>,
     /// LRU isolation per (highest zone index, lru list), non-empty cells.
     pub isolate: Vec<(u32, u32, LruIsolate)>,
+    /// Pages allocated per (node, zone index) (--page-alloc).
+    pub page_alloc: Vec<(u32, u32, u64)>,
     /// `oom:reclaim_retry_zone` per (node, zone index).
     pub retry_zone: Vec<(u32, u32, u64)>,
     /// Page faults per process of the target (tgid, record).
@@ -186,11 +188,16 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
         }
     }
     let retry = per_cpu_array::<u64>(probes, names::RECLAIM_RETRY_ZONE)?;
+    let alloc = per_cpu_array::<u64>(probes, names::PAGE_ALLOC)?;
     for node in 0..online_node_limit() {
         for zone in 0..MAX_ZONES {
             let n = sum_u64(&retry, zone_cell(node, zone))?;
             if n > 0 {
                 t.retry_zone.push((node, zone, n));
+            }
+            let n = sum_u64(&alloc, zone_cell(node, zone))?;
+            if n > 0 {
+                t.page_alloc.push((node, zone, n));
             }
         }
     }

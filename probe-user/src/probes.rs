@@ -13,7 +13,7 @@ use aya::{
     },
     util::online_cpus,
 };
-use vmtrace_common::{Field, Fields, OomVictim, SwapExtents, Target, names};
+use vmtrace_common::{Field, Fields, OomVictim, SwapExtents, Target, ZoneSpans, names};
 
 use crate::tracefs::TraceFs;
 
@@ -112,9 +112,28 @@ pub struct Metric {
     /// Stable id, used in notices and JSON (`unavailable`).
     pub id: &'static str,
     pub title: &'static str,
-    /// Only with `--fault-latency`.
-    pub fault_latency_only: bool,
+    /// Off unless its command-line flag asks for it (hot-path probes).
+    pub opt_in: Option<OptIn>,
     pub programs: &'static [Program],
+}
+
+/// Metrics that cost a hot path and run only when asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptIn {
+    /// `--fault-latency`
+    FaultLatency,
+    /// `--page-alloc`
+    PageAlloc,
+}
+
+impl OptIn {
+    pub fn flag(self) -> &'static str {
+        match self {
+            OptIn::FaultLatency => "--fault-latency",
+            OptIn::PageAlloc => "--page-alloc",
+        }
+    }
 }
 
 /// A required field: `req!("nid", lru_shrink_inactive_nid)`.
@@ -159,7 +178,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "direct_reclaim",
         title: "direct reclaim stalls",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("direct_reclaim_begin", "vmscan": "mm_vmscan_direct_reclaim_begin",
                 [opt!("order", direct_reclaim_begin_order)]),
@@ -170,7 +189,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "memcg_reclaim",
         title: "memcg reclaim stalls",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("memcg_reclaim_begin", "vmscan": "mm_vmscan_memcg_reclaim_begin",
                 [opt!("order", memcg_reclaim_begin_order)]),
@@ -181,7 +200,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "lru_shrink_inactive",
         title: "inactive LRU scanned/reclaimed",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("lru_shrink_inactive", "vmscan": "mm_vmscan_lru_shrink_inactive", [
                 req!("nid", lru_shrink_inactive_nid),
@@ -203,7 +222,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "lru_isolate",
         title: "LRU isolation per highest zone and list",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[tp!("lru_isolate", "vmscan": "mm_vmscan_lru_isolate", [
             req!("highest_zoneidx", lru_isolate_highest_zoneidx),
             req!("lru", lru_isolate_lru),
@@ -216,7 +235,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "lru_shrink_active",
         title: "active LRU deactivation",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("lru_shrink_active", "vmscan": "mm_vmscan_lru_shrink_active", [
                 req!("nid", lru_shrink_active_nid),
@@ -232,7 +251,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "kswapd",
         title: "kswapd awake periods per node",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("kswapd_wake", "vmscan": "mm_vmscan_kswapd_wake",
                 [req!("nid", kswapd_wake_nid)]),
@@ -243,7 +262,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "kswapd_wakeups",
         title: "kswapd wakeups per zone and waker",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[tp!("wakeup_kswapd", "vmscan": "mm_vmscan_wakeup_kswapd", [
             req!("nid", wakeup_kswapd_nid),
             req!("zid", wakeup_kswapd_zid),
@@ -252,7 +271,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "slab_shrink",
         title: "slab shrinker latency",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("shrink_slab_start", "vmscan": "mm_shrink_slab_start", []),
             tp!("shrink_slab_end", "vmscan": "mm_shrink_slab_end",
@@ -262,7 +281,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "throttle",
         title: "reclaim throttling",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[tp!("throttled", "vmscan": "mm_vmscan_throttled", [
             req!("usec_delayed", throttled_usec_delayed),
             opt!("reason", throttled_reason),
@@ -271,7 +290,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "compaction",
         title: "compaction runs",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("compaction_begin", "compaction": "mm_compaction_begin", []),
             tp!("compaction_end", "compaction": "mm_compaction_end", []),
@@ -280,7 +299,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "swap_out",
         title: "swap-out: folios written by reclaim",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             tp!("write_folio", "vmscan": "mm_vmscan_write_folio" | "mm_vmscan_writepage",
             [req!("reclaim_flags", write_folio_reclaim_flags)]),
@@ -289,7 +308,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "swap_io",
         title: "swap device I/O latency",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[
             Program {
                 name: "block_rq_issue",
@@ -322,7 +341,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "oom",
         title: "OOM victims",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[tp!("mark_victim", "oom": "mark_victim", [
             req!("pid", mark_victim_pid),
             opt!("comm", mark_victim_comm),
@@ -335,16 +354,25 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "reclaim_retry_zone",
         title: "allocator reclaim-retry checks per zone",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[tp!("reclaim_retry_zone", "oom": "reclaim_retry_zone", [
             req!("node", reclaim_retry_zone_node),
             req!("zone_idx", reclaim_retry_zone_zone_idx),
         ])],
     },
     Metric {
+        id: "page_alloc",
+        title: "page allocations per zone",
+        opt_in: Some(OptIn::PageAlloc),
+        programs: &[tp!("page_alloc", "kmem": "mm_page_alloc", [
+            req!("pfn", page_alloc_pfn),
+            opt!("order", page_alloc_order),
+        ])],
+    },
+    Metric {
         id: "major_fault",
         title: "major fault counts",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[Program {
             name: "major_fault",
             hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMaj),
@@ -355,7 +383,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "process_faults",
         title: "page faults per process (counted at exit)",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[Program {
             name: "process_exit",
             hook: Hook::Tracepoint {
@@ -372,7 +400,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "kernel_faults",
         title: "kernel-mode page faults",
-        fault_latency_only: false,
+        opt_in: None,
         programs: &[Program {
             name: "page_fault_kernel",
             hook: Hook::BtfTracepoint {
@@ -386,7 +414,7 @@ pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: "fault_latency",
         title: "page fault latency",
-        fault_latency_only: true,
+        opt_in: Some(OptIn::FaultLatency),
         programs: &[
             Program {
                 name: "page_fault_user",
@@ -434,11 +462,11 @@ impl Plan {
 pub fn plan(
     tracefs: &TraceFs,
     types: Option<&dyn KernelTypes>,
-    fault_latency: bool,
+    opted_in: &[OptIn],
 ) -> Result<Plan> {
     let mut plan = Plan::default();
     'metric: for metric in CATALOGUE {
-        if metric.fault_latency_only && !fault_latency {
+        if metric.opt_in.is_some_and(|o| !opted_in.contains(&o)) {
             continue;
         }
         let mut fields = plan.fields;
@@ -551,8 +579,8 @@ pub struct Listed {
     pub title: &'static str,
     /// The hooks behind it, e.g. `tracepoint vmscan:mm_vmscan_direct_reclaim_end`.
     pub hooks: Vec<String>,
-    /// Only with `--fault-latency`.
-    pub opt_in: bool,
+    /// The flag that turns it on, when it is off by default.
+    pub opt_in: Option<&'static str>,
     pub available: bool,
     /// Why not, when not.
     pub reason: Option<String>,
@@ -560,7 +588,7 @@ pub struct Listed {
 
 /// Every metric of the catalogue and whether this kernel can run it.
 pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec<Listed>> {
-    let plan = plan(tracefs, types, true)?;
+    let plan = plan(tracefs, types, &[OptIn::FaultLatency, OptIn::PageAlloc])?;
     Ok(CATALOGUE
         .iter()
         .map(|m| {
@@ -584,7 +612,7 @@ pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec
                         },
                     )
                     .collect(),
-                opt_in: m.fault_latency_only,
+                opt_in: m.opt_in.map(OptIn::flag),
                 available: reason.is_none(),
                 reason,
             }
@@ -663,11 +691,19 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/vm
 /// attaches every enabled metric. A metric that fails to attach is moved to
 /// `attach_failures` (with the kernel's reason); loading the object itself
 /// failing is an error.
-pub fn attach(mut plan: Plan, target: Target, swap: &SwapExtents) -> Result<Probes> {
+/// Facts about this machine the programs need besides field offsets.
+pub struct Layout {
+    pub target: Target,
+    pub swap: SwapExtents,
+    pub zones: ZoneSpans,
+}
+
+pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
     let mut ebpf = EbpfLoader::new()
         .override_global(names::FIELDS, &plan.fields, true)
-        .override_global(names::TARGET, &target, true)
-        .override_global(names::SWAP_EXTENTS, swap, true)
+        .override_global(names::TARGET, &layout.target, true)
+        .override_global(names::SWAP_EXTENTS, &layout.swap, true)
+        .override_global(names::ZONE_SPANS, &layout.zones, true)
         .load(OBJECT)
         .context("loading vmtrace's eBPF object into the kernel failed")?;
     // The logger owns the log ring buffer's fd: it must outlive loading.
@@ -814,7 +850,8 @@ mod tests {
     fn every_shipped_kernel_has_every_default_metric() {
         for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
             let tracefs = TraceFs::at(&kernel_formats(release));
-            let plan = plan(&tracefs, TYPES, true).expect("plan");
+            let plan =
+                plan(&tracefs, TYPES, &[OptIn::FaultLatency, OptIn::PageAlloc]).expect("plan");
             assert!(
                 plan.unavailable.is_empty(),
                 "{release}: {:?}",
@@ -879,7 +916,7 @@ mod tests {
         let tmp = tempdir("missing-tp");
         copy_tree(&kernel_formats("6.1.0-57-amd64"), &tmp);
         std::fs::remove_dir_all(tmp.join("vmscan/mm_vmscan_memcg_reclaim_end")).expect("rm");
-        let plan = plan(&TraceFs::at(&tmp), TYPES, false).expect("plan");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
         assert_eq!(plan.unavailable.len(), 1, "{:?}", plan.unavailable);
         assert_eq!(plan.unavailable[0].0, "memcg_reclaim");
         assert!(
@@ -908,7 +945,7 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         std::fs::write(&path, text).expect("write");
-        let plan = plan(&TraceFs::at(&tmp), TYPES, false).expect("plan");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
         assert_eq!(plan.unavailable.len(), 1);
         assert_eq!(plan.unavailable[0].0, "lru_shrink_inactive");
         assert!(plan.unavailable[0].1.contains("no field nr_scanned"));
@@ -934,7 +971,7 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         std::fs::write(&path, text).expect("write");
-        let plan = plan(&TraceFs::at(&tmp), TYPES, false).expect("plan");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
         assert!(plan.unavailable.is_empty(), "{:?}", plan.unavailable);
         assert!(plan.is_enabled("swap_out") && plan.is_enabled("oom"));
         assert!(
@@ -956,10 +993,10 @@ mod tests {
     #[test]
     fn fault_latency_needs_btf_and_is_opt_in() {
         let tracefs = TraceFs::at(&kernel_formats("6.12.117+deb12-amd64"));
-        let off = plan(&tracefs, TYPES, false).expect("plan");
+        let off = plan(&tracefs, TYPES, &[]).expect("plan");
         assert!(!off.is_enabled("fault_latency"));
         assert!(off.unavailable.is_empty());
-        let no_btf = plan(&tracefs, None, true).expect("plan");
+        let no_btf = plan(&tracefs, None, &[OptIn::FaultLatency]).expect("plan");
         assert!(!no_btf.is_enabled("fault_latency"));
         // Without BTF: fault latency, kernel faults and per-process faults
         // go, each saying why; everything else stays.

@@ -255,6 +255,8 @@ pub struct VmstatDelta {
     pub pswpin: u64,
     pub pswpout: u64,
     pub allocstall: u64,
+    /// Pages allocated, every zone (pgalloc_*).
+    pub pgalloc: u64,
 }
 
 impl VmstatDelta {
@@ -272,6 +274,12 @@ impl VmstatDelta {
             pswpin: d.get("pswpin"),
             pswpout: d.get("pswpout"),
             allocstall,
+            pgalloc: d
+                .0
+                .iter()
+                .filter(|(k, _)| k.starts_with("pgalloc_"))
+                .map(|(_, v)| v)
+                .sum(),
         }
     }
 }
@@ -370,6 +378,8 @@ pub struct ZoneRow {
     pub isolate_taken: u64,
     /// oom:reclaim_retry_zone checks of this zone.
     pub reclaim_retries: u64,
+    /// Pages allocated from this zone (only with --page-alloc).
+    pub allocated_pages: Option<u64>,
     /// Seconds below the low / min watermark (from the samples).
     pub below_low_s: f64,
     pub below_min_s: f64,
@@ -622,7 +632,12 @@ impl RunReport {
     }
 
     /// Builds the zone table from the kernel totals and the samples.
-    pub fn add_zones(&mut self, totals: &KernelTotals, samples: &[crate::sample::Sample]) {
+    pub fn add_zones(
+        &mut self,
+        totals: &KernelTotals,
+        samples: &[crate::sample::Sample],
+        page_alloc: bool,
+    ) {
         let Some(last) = samples.last() else { return };
         let below = crate::sample::time_below(samples);
         for (idx, z) in last.zones.iter().enumerate() {
@@ -663,6 +678,14 @@ impl RunReport {
                     .sum(),
                 below_low_s,
                 below_min_s,
+                allocated_pages: page_alloc.then(|| {
+                    totals
+                        .page_alloc
+                        .iter()
+                        .filter(|a| a.0 == z.node && a.1 == zid)
+                        .map(|a| a.2)
+                        .sum()
+                }),
             };
             // Empty zones (Movable, Device) still show when allocations
             // named them as their highest zone.
@@ -1113,6 +1136,17 @@ impl RunReport {
                 )?;
             }
         }
+        let allocs: Vec<String> = self
+            .zones
+            .iter()
+            .filter_map(|z| Some(format!("{}/{} {}", z.node, z.zone, z.allocated_pages?)))
+            .collect();
+        if !allocs.is_empty() {
+            let text = format!("  pages allocated per zone: {}", allocs.join(", "));
+            for line in wrap(&text, 72) {
+                writeln!(o, "{line}")?;
+            }
+        }
         write_timeline(o, &self.timeline)?;
 
         let f = &self.faults;
@@ -1380,9 +1414,9 @@ pub fn probes_text(kernel_release: &str, listed: &[crate::probes::Listed]) -> St
     let _ = writeln!(o, "vmtrace probes on Linux {kernel_release}");
     for m in listed {
         let status = match (&m.reason, m.opt_in) {
-            (Some(_), _) => "UNAVAILABLE",
-            (None, true) => "available (--fault-latency)",
-            (None, false) => "available",
+            (Some(_), _) => "UNAVAILABLE".to_string(),
+            (None, Some(flag)) => format!("available ({flag})"),
+            (None, None) => "available".to_string(),
         };
         let head = format!("{} ({})", m.id, m.title);
         let _ = writeln!(o);
@@ -1708,7 +1742,7 @@ mod tests {
         assert!(text.contains("why: kernel BTF"), "{text}");
         assert!(text.contains("tracepoint vmscan:mm_vmscan_lru_shrink_inactive"));
         let fl = listed.iter().find(|m| m.id == "fault_latency").expect("fl");
-        assert!(!fl.available && fl.opt_in);
+        assert!(!fl.available && fl.opt_in == Some("--fault-latency"));
         assert!(
             listed
                 .iter()

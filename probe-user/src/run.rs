@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub command: Vec<OsString>,
     pub spec: BoxSpec,
     pub fault_latency: bool,
+    /// Count page allocations per zone (a hot path).
+    pub page_alloc: bool,
     /// Print a progress line to stderr this often (None: never).
     pub progress: Option<Duration>,
     /// Time-series sampling interval.
@@ -69,7 +71,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         None => live,
     };
     let btf = kernel_btf();
-    let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), opts.fault_latency)?;
+    let mut opted_in = Vec::new();
+    if opts.fault_latency {
+        opted_in.push(probes::OptIn::FaultLatency);
+    }
+    if opts.page_alloc {
+        opted_in.push(probes::OptIn::PageAlloc);
+    }
+    let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), &opted_in)?;
     let (target, target_text) = match membox.v2_cgroup() {
         Some(cg) => {
             let id = cg.id()?;
@@ -88,7 +97,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         eprintln!("vmtrace: notice: swap areas unreadable, swap I/O not timed: {e:#}");
         swapdev::SwapLayout::default()
     });
-    let mut probes = probes::attach(plan, target, &swap_layout.to_global())?;
+    let zones = std::fs::read_to_string("/proc/zoneinfo")
+        .map(|z| sample::parse_zoneinfo(&z))
+        .unwrap_or_default();
+    let layout = probes::Layout {
+        target,
+        swap: swap_layout.to_global(),
+        zones: sample::zone_spans(&zones),
+    };
+    let mut probes = probes::attach(plan, &layout)?;
     let mut unavailable: Vec<Unavailable> = probes
         .plan
         .unavailable
@@ -207,7 +224,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     }
     report.unavailable.append(&mut unavailable);
     report.partial = partial;
-    report.add_zones(&totals, &samples);
+    report.add_zones(&totals, &samples, enabled.contains(&"page_alloc"));
     if enabled.contains(&"swap_io") {
         report.add_swap_io(&totals, &swap_layout);
     }

@@ -18,6 +18,9 @@ pub struct ZoneSample {
     pub low: u64,
     pub high: u64,
     pub managed: u64,
+    /// First pfn and pages spanned (holes included).
+    pub start_pfn: u64,
+    pub spanned: u64,
 }
 
 /// Parses /proc/zoneinfo into one entry per zone (empty zones included:
@@ -56,10 +59,35 @@ pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSample> {
             "low" => z.low = value,
             "high" => z.high = value,
             "managed" => z.managed = value,
+            "spanned" => z.spanned = value,
+            // "  start_pfn:           4096": the colon is part of the key.
+            "start_pfn:" => z.start_pfn = value,
             _ => {}
         }
     }
     zones
+}
+
+/// The pfn spans of the zones that have any, with their index within
+/// their node, for the page-allocation probe.
+pub fn zone_spans(zones: &[ZoneSample]) -> vmtrace_common::ZoneSpans {
+    let mut out = vmtrace_common::ZoneSpans::EMPTY;
+    let mut n = 0;
+    for (i, z) in zones.iter().enumerate() {
+        let zid = zones[..i].iter().filter(|o| o.node == z.node).count() as u32;
+        if z.spanned == 0 || n >= vmtrace_common::MAX_ZONE_SPANS {
+            continue;
+        }
+        out.spans[n] = vmtrace_common::ZoneSpan {
+            node: z.node,
+            zone: zid,
+            start: z.start_pfn,
+            end: z.start_pfn + z.spanned,
+        };
+        n += 1;
+    }
+    out.count = n as u32;
+    out
 }
 
 /// PSI memory totals (microseconds some/full tasks stalled on memory).
@@ -216,6 +244,17 @@ mod tests {
             (z[1].free, z[1].min, z[1].low, z[1].high),
             (104069, 653, 816, 979)
         );
+        // Spans: DMA then DMA32, back to back; empty zones left out.
+        let spans = zone_spans(&z);
+        assert_eq!(spans.count, 2);
+        assert_eq!(
+            (spans.spans[0].zone, spans.spans[0].start),
+            (0, z[0].start_pfn)
+        );
+        assert_eq!(spans.spans[1].zone, 1);
+        assert_eq!(spans.spans[1].start, z[1].start_pfn);
+        assert!(spans.spans[0].end <= spans.spans[1].start);
+        assert!(z[1].start_pfn >= 4096 && z[1].spanned > 0, "{:?}", z[1]);
     }
 
     #[test]
@@ -242,6 +281,7 @@ mod tests {
             low: 20,
             high: 30,
             managed: 1000,
+            ..Default::default()
         };
         let samples: Vec<Sample> = [(1.0, 50), (2.0, 15), (3.0, 5), (4.0, 25)]
             .into_iter()

@@ -853,3 +853,30 @@ fn isolate_scanned(r: &Value, lists: &[u64]) -> u64 {
         .map(|i| i["nr_scanned"].as_u64().unwrap_or(0))
         .sum()
 }
+
+/// --page-alloc: pages allocated per zone, found from the pfn, add up to
+/// the kernel's pgalloc_* counters over the run.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn page_alloc_per_zone_matches_pgalloc() {
+    let _g = guard();
+    let out = run_memhog(true, &["--page-alloc"], &["--mib", "256"])
+        .output()
+        .expect("run vmtrace");
+    let r = json_of(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let zones = r["zones"].as_array().expect("zones");
+    let total: u64 = zones
+        .iter()
+        .map(|z| z["allocated_pages"].as_u64().expect("allocated_pages"))
+        .sum();
+    let pgalloc = r["vmstat"]["pgalloc"].as_u64().expect("pgalloc");
+    eprintln!("pages allocated: vmtrace {total}, pgalloc {pgalloc}");
+    // 256 MiB touched: at least 65536 pages.
+    assert!(total >= 65536, "{total}");
+    assert!(within(total, pgalloc, 0.02), "{total} vs {pgalloc}");
+}

@@ -119,10 +119,48 @@ pub enum Counter {
     SwapReadSectors = 26,
     /// Swap I/O issues not recorded because the map was full.
     SwapIoStartDropped = 27,
+    /// Page allocations whose pfn fell in no known zone span.
+    PageAllocNoZone = 28,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 28;
+    pub const COUNT: u32 = 29;
+}
+
+/// Most (node, zone) pfn spans passed to the page-allocation probe.
+pub const MAX_ZONE_SPANS: usize = 32;
+
+/// The pfn range of one zone, from /proc/zoneinfo (start_pfn, spanned).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneSpan {
+    pub node: u32,
+    pub zone: u32,
+    pub start: u64,
+    /// Exclusive.
+    pub end: u64,
+}
+
+/// Every populated zone's span (global `ZONE_SPANS`, set at load time).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneSpans {
+    pub count: u32,
+    pub _pad: u32,
+    pub spans: [ZoneSpan; MAX_ZONE_SPANS],
+}
+
+impl ZoneSpans {
+    pub const EMPTY: ZoneSpans = ZoneSpans {
+        count: 0,
+        _pad: 0,
+        spans: [ZoneSpan {
+            node: 0,
+            zone: 0,
+            start: 0,
+            end: 0,
+        }; MAX_ZONE_SPANS],
+    };
 }
 
 /// Most disk ranges that make up the swap areas (a swapfile's extents,
@@ -493,6 +531,9 @@ pub struct Fields {
     pub request_queue_disk: Field,
     pub gendisk_major: Field,
     pub gendisk_first_minor: Field,
+    /// `kmem:mm_page_alloc` pfn and order.
+    pub page_alloc_pfn: Field,
+    pub page_alloc_order: Field,
 }
 
 impl Fields {
@@ -527,6 +568,8 @@ pub mod names {
     pub const PROCESS_FAULTS: &str = "PROCESS_FAULTS";
     pub const LRU_ISOLATE: &str = "LRU_ISOLATE";
     pub const SWAP_EXTENTS: &str = "SWAP_EXTENTS";
+    pub const ZONE_SPANS: &str = "ZONE_SPANS";
+    pub const PAGE_ALLOC: &str = "PAGE_ALLOC";
     pub const RECLAIM_RETRY_ZONE: &str = "RECLAIM_RETRY_ZONE";
     pub const RECLAIM_START: &str = "RECLAIM_START";
     pub const FAULT_START: &str = "FAULT_START";
@@ -592,6 +635,7 @@ mod pod {
     unsafe impl aya::Pod for super::ProcFaults {}
     unsafe impl aya::Pod for super::LruIsolate {}
     unsafe impl aya::Pod for super::SwapExtents {}
+    unsafe impl aya::Pod for super::ZoneSpans {}
     unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
