@@ -21,9 +21,16 @@ use aya_ebpf::{
     maps::LruHashMap,
     programs::{BtfTracePointContext, PerfEventContext, TracePointContext},
 };
-use vmtrace_common::{Counter, Field, Hist, MAX_PROCESSES, MAX_TASKS_IN_FAULT, ProcFaults};
+use vmtrace_common::{
+    Counter, Field, Hist, MAX_PROCESSES, MAX_TASKS_IN_FAULT, ProcFaultTime, ProcFaults,
+};
 
 use crate::shared::{count, current_tid, fields, in_target, now_ns, record};
+
+/// Fault time of the target's processes, by tgid (--fault-latency).
+#[map]
+static PROCESS_FAULT_TIME: LruHashMap<u32, ProcFaultTime> =
+    LruHashMap::with_max_entries(MAX_PROCESSES, 0);
 
 /// Fault counts of the target's processes, by tgid.
 #[map]
@@ -81,9 +88,11 @@ fn close(h: Hist) {
         // SAFETY: the entry belongs to the current thread.
         let started = unsafe { *start };
         if started != 0 {
-            record(h, now_ns().saturating_sub(started));
+            let took = now_ns().saturating_sub(started);
+            record(h, took);
             // SAFETY: as above.
             unsafe { *start = 0 };
+            add_process_time(h == Hist::MajorFault, took);
         }
     }
 }
@@ -137,4 +146,38 @@ pub fn page_fault_kernel(_ctx: BtfTracePointContext) -> i32 {
         count(Counter::KernelFaultsTarget, 1);
     }
     0
+}
+
+/// Adds one timed fault to the current process's totals.
+#[inline(always)]
+fn add_process_time(major: bool, took: u64) {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let Some(p) = PROCESS_FAULT_TIME.get_ptr_mut(&tgid) else {
+        let mut p = ProcFaultTime {
+            max_ns: took,
+            ..ProcFaultTime::default()
+        };
+        if major {
+            p.major = 1;
+            p.major_ns = took;
+        } else {
+            p.minor = 1;
+            p.minor_ns = took;
+        }
+        let _ = PROCESS_FAULT_TIME.insert(&tgid, &p, 0);
+        return;
+    };
+    // SAFETY: a live entry; racing threads of one process can lose an
+    // addition, which a per-process summary can afford.
+    let p = unsafe { &mut *p };
+    if major {
+        p.major += 1;
+        p.major_ns += took;
+    } else {
+        p.minor += 1;
+        p.minor_ns += took;
+    }
+    if took > p.max_ns {
+        p.max_ns = took;
+    }
 }

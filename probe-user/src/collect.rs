@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
     Counter, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive, LruShrinkInactive, LruType,
-    MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaults, ReclaimContext, Staller,
+    MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime, ProcFaults, ReclaimContext, Staller,
     THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell, names, order_cell, priority_cell,
     zone_cell,
 };
@@ -46,6 +46,8 @@ pub struct KernelTotals {
     pub page_alloc: Vec<(u32, u32, u64)>,
     /// `oom:reclaim_retry_zone` per (node, zone index).
     pub retry_zone: Vec<(u32, u32, u64)>,
+    /// Fault time per process of the target (--fault-latency).
+    pub process_fault_time: Vec<(u32, ProcFaultTime)>,
     /// Page faults per process of the target (tgid, record).
     pub processes: Vec<(u32, ProcFaults)>,
     /// Target throttling events per reason bit (writeback, isolated,
@@ -178,6 +180,14 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
         .ok_or_else(|| anyhow!("map {} is not in the eBPF object", names::PROCESS_FAULTS))?;
     let processes: AyaHashMap<_, u32, ProcFaults> = AyaHashMap::try_from(processes)?;
     t.processes.extend(processes.iter().flatten());
+    let times = probes.ebpf.map(names::PROCESS_FAULT_TIME).ok_or_else(|| {
+        anyhow!(
+            "map {} is not in the eBPF object",
+            names::PROCESS_FAULT_TIME
+        )
+    })?;
+    let times: AyaHashMap<_, u32, ProcFaultTime> = AyaHashMap::try_from(times)?;
+    t.process_fault_time.extend(times.iter().flatten());
     let isolate = per_cpu_array::<LruIsolate>(probes, names::LRU_ISOLATE)?;
     for zone in 0..MAX_ZONES {
         for lru in 0..LRU_LISTS {

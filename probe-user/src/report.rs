@@ -220,6 +220,8 @@ pub struct FaultReport {
     pub major_latency: Option<Summary>,
     /// Kernel-mode faults of target tasks (page_fault_kernel).
     pub kernel_mode_target: Option<u64>,
+    /// With --fault-latency: the processes whose faults took longest.
+    pub process_time: Option<Vec<ProcessFaultTime>>,
     /// Per process of the target, counted when its threads exit, from the
     /// kernel's task counters (which include get_user_pages faults).
     pub processes: Option<ProcessFaultTotals>,
@@ -233,6 +235,18 @@ pub struct ProcessFaultTotals {
     pub major: u64,
     /// The processes with the most faults (at most 10).
     pub top: Vec<ProcessFaults>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessFaultTime {
+    pub pid: u32,
+    /// Name at exit (from the fault counts), when known.
+    pub comm: String,
+    pub minor: u64,
+    pub minor_ns: u64,
+    pub major: u64,
+    pub major_ns: u64,
+    pub max_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -555,6 +569,27 @@ impl RunReport {
             self.faults.minor_target = Some(totals.counter(Counter::MinorFaultsTarget));
             self.faults.minor_latency = Some(summarize(totals.hist(Hist::MinorFault)));
             self.faults.major_latency = Some(summarize(totals.hist(Hist::MajorFault)));
+            let mut times: Vec<ProcessFaultTime> = totals
+                .process_fault_time
+                .iter()
+                .map(|(pid, t)| ProcessFaultTime {
+                    pid: *pid,
+                    comm: totals
+                        .processes
+                        .iter()
+                        .find(|(p, _)| p == pid)
+                        .map(|(_, p)| crate::collect::comm_to_string(&p.comm))
+                        .unwrap_or_default(),
+                    minor: t.minor,
+                    minor_ns: t.minor_ns,
+                    major: t.major,
+                    major_ns: t.major_ns,
+                    max_ns: t.max_ns,
+                })
+                .collect();
+            times.sort_by_key(|t| std::cmp::Reverse(t.minor_ns + t.major_ns));
+            times.truncate(10);
+            self.faults.process_time = Some(times);
         }
         self.dropped = Dropped {
             reclaim_start_map_full: totals.counter(Counter::ReclaimStartDropped),
@@ -1198,6 +1233,30 @@ impl RunReport {
                     "  minor, target tasks   {m:>12}   rusage {:>12}",
                     u.minor_faults
                 )?;
+            }
+            if let Some(times) = &f.process_time
+                && !times.is_empty()
+            {
+                writeln!(o)?;
+                writeln!(o, "fault time by process (--fault-latency)")?;
+                writeln!(
+                    o,
+                    "  {:>8} {:<16} {:>9} {:>7} {:>8} {:>7} {:>7}",
+                    "pid", "comm", "minor", "time", "major", "time", "max"
+                )?;
+                for t in times {
+                    writeln!(
+                        o,
+                        "  {:>8} {:<16} {:>9} {:>7} {:>8} {:>7} {:>7}",
+                        t.pid,
+                        t.comm,
+                        t.minor,
+                        fmt_ns(t.minor_ns),
+                        t.major,
+                        fmt_ns(t.major_ns),
+                        fmt_ns(t.max_ns)
+                    )?;
+                }
             }
             for (title, s) in [
                 ("minor fault latency", &f.minor_latency),

@@ -625,6 +625,14 @@ fn fault_latency_counts_match_rusage() {
         "{timed} of {minor}"
     );
     assert!(r["faults"]["minor_latency"]["p50_ns"].as_u64().unwrap_or(0) > 0);
+    // Per process: the hog's faults, adding up to the histogram's count.
+    let times = r["faults"]["process_time"]
+        .as_array()
+        .expect("process_time");
+    assert_eq!(times[0]["comm"], "memhog", "{times:?}");
+    assert_eq!(times[0]["pid"], r["pid"]);
+    let per_process: u64 = times.iter().map(|t| t["minor"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(per_process, timed, "{times:?}");
 }
 
 /// `vmtrace probes` agrees with the live tracefs: a tracepoint it calls

@@ -360,6 +360,18 @@ pub struct ProcFaults {
     pub threads: u64,
 }
 
+/// Per process (tgid) of the target, with --fault-latency: how many
+/// faults it took and how long they lasted (`PROCESS_FAULT_TIME`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcFaultTime {
+    pub minor: u64,
+    pub minor_ns: u64,
+    pub major: u64,
+    pub major_ns: u64,
+    pub max_ns: u64,
+}
+
 /// Zones per node a table has room for (DMA, DMA32, Normal, Movable,
 /// Device, and spare).
 pub const MAX_ZONES: u32 = 8;
@@ -566,6 +578,7 @@ pub mod names {
     pub const KSWAPD_WAKERS: &str = "KSWAPD_WAKERS";
     pub const THROTTLE_REASON: &str = "THROTTLE_REASON";
     pub const PROCESS_FAULTS: &str = "PROCESS_FAULTS";
+    pub const PROCESS_FAULT_TIME: &str = "PROCESS_FAULT_TIME";
     pub const LRU_ISOLATE: &str = "LRU_ISOLATE";
     pub const SWAP_EXTENTS: &str = "SWAP_EXTENTS";
     pub const ZONE_SPANS: &str = "ZONE_SPANS";
@@ -633,6 +646,7 @@ mod pod {
     unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::KswapdNode {}
     unsafe impl aya::Pod for super::ProcFaults {}
+    unsafe impl aya::Pod for super::ProcFaultTime {}
     unsafe impl aya::Pod for super::LruIsolate {}
     unsafe impl aya::Pod for super::SwapExtents {}
     unsafe impl aya::Pod for super::ZoneSpans {}
