@@ -134,7 +134,9 @@ pub fn process_exit(_ctx: TracePointContext) -> u32 {
         maj_flt,
         threads: 1,
     };
-    let _ = PROCESS_FAULTS.insert(&tgid, &p, 0);
+    if PROCESS_FAULTS.insert(&tgid, &p, 0).is_ok() {
+        count(Counter::ProcessFaultInserts, 1);
+    }
     0
 }
 
@@ -164,7 +166,9 @@ fn add_process_time(major: bool, took: u64) {
             p.minor = 1;
             p.minor_ns = took;
         }
-        let _ = PROCESS_FAULT_TIME.insert(&tgid, &p, 0);
+        if PROCESS_FAULT_TIME.insert(&tgid, &p, 0).is_ok() {
+            count(Counter::ProcessTimeInserts, 1);
+        }
         return;
     };
     // SAFETY: a live entry; racing threads of one process can lose an

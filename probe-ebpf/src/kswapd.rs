@@ -99,7 +99,9 @@ pub fn wakeup_kswapd(ctx: TracePointContext) -> u32 {
         // SAFETY: a live entry; a lost increment under a race is tolerable.
         Some(n) => unsafe { *n += 1 },
         None => {
-            let _ = KSWAPD_WAKERS.insert(&comm, &1, 0);
+            if KSWAPD_WAKERS.insert(&comm, &1, 0).is_ok() {
+                count(Counter::WakerInserts, 1);
+            }
         }
     }
     0

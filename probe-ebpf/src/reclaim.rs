@@ -150,5 +150,7 @@ fn add_stall(start: &ReclaimStart, stall: u64) {
         s.direct_ns = stall;
         s.direct_count = 1;
     }
-    let _ = RECLAIM_STALLERS.insert(&tgid, &s, 0);
+    if RECLAIM_STALLERS.insert(&tgid, &s, 0).is_ok() {
+        count(Counter::StallerInserts, 1);
+    }
 }

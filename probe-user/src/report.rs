@@ -307,6 +307,9 @@ pub struct Dropped {
     pub node_out_of_range: u64,
     pub oom_records_lost: u64,
     pub swap_io_map_full: u64,
+    /// Rows pushed out of a bounded per-process or per-name table (map,
+    /// rows): those tables then miss rows, their totals are short.
+    pub evicted: Vec<(String, u64)>,
     /// Events the kernel did not run a program for, because it would have
     /// interrupted another BPF program on the same CPU (program, count).
     pub program_misses: Vec<(String, u64)>,
@@ -598,6 +601,34 @@ impl RunReport {
             node_out_of_range: totals.counter(Counter::NodeOutOfRange),
             oom_records_lost: totals.counter(Counter::OomRecordsDropped),
             swap_io_map_full: totals.counter(Counter::SwapIoStartDropped),
+            evicted: [
+                (
+                    "reclaim stallers",
+                    Counter::StallerInserts,
+                    totals.stallers.len(),
+                ),
+                (
+                    "process faults",
+                    Counter::ProcessFaultInserts,
+                    totals.processes.len(),
+                ),
+                (
+                    "process fault time",
+                    Counter::ProcessTimeInserts,
+                    totals.process_fault_time.len(),
+                ),
+                (
+                    "kswapd wakers",
+                    Counter::WakerInserts,
+                    totals.kswapd_wakers.len(),
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(name, inserts, held)| {
+                let lost = totals.counter(inserts).saturating_sub(held as u64);
+                (lost > 0).then(|| (name.to_string(), lost))
+            })
+            .collect(),
             program_misses: Vec::new(),
         };
     }
@@ -1270,12 +1301,24 @@ impl RunReport {
                         s.count,
                         fmt_ns(s.total_ns)
                     )?;
+                    writeln!(o, "  (faults taken through get_user_pages are not timed)")?;
                     write_hist(o, s)?;
                 }
             }
         }
 
         let d = &self.dropped;
+        if !d.evicted.is_empty() {
+            writeln!(o)?;
+            let list: Vec<String> = d.evicted.iter().map(|(m, n)| format!("{m} {n}")).collect();
+            let text = format!(
+                "warning: rows evicted from full tables (their totals are short): {}",
+                list.join(", ")
+            );
+            for line in wrap(&text, 72) {
+                writeln!(o, "{line}")?;
+            }
+        }
         if !d.program_misses.is_empty() {
             writeln!(o)?;
             let list: Vec<String> = d
@@ -1644,6 +1687,8 @@ mod tests {
         counters[Counter::MajorFaultsAll as usize] = 500;
         counters[Counter::MajorFaultsTarget as usize] = 480;
         counters[Counter::WriteFolioAnon as usize] = 777;
+        // Two stallers were inserted, one is left: one was evicted.
+        counters[Counter::StallerInserts as usize] = 2;
         let mut comm = [0u8; 16];
         comm[..6].copy_from_slice(b"memhog");
         let totals = KernelTotals {
@@ -1751,6 +1796,11 @@ mod tests {
         assert!(text.contains("12:9 0:1"), "{text}");
         assert!(text.contains("swap-out: 777 anon folios"), "{text}");
         assert!(text.contains("referenced kept"), "{text}");
+        assert!(
+            text.contains("rows evicted from full tables (their totals are short):"),
+            "{text}"
+        );
+        assert!(text.contains("reclaim\n  stallers 1"), "{text}");
         assert!(text.contains("notice: oom incomplete: oom:mark_victim has no field"));
     }
 

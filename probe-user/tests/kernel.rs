@@ -288,6 +288,7 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         serde_json::json!([]),
         "{dropped:#}"
     );
+    assert_eq!(dropped["evicted"], serde_json::json!([]), "{dropped:#}");
     for key in [
         "reclaim_start_map_full",
         "swap_io_map_full",

@@ -121,10 +121,16 @@ pub enum Counter {
     SwapIoStartDropped = 27,
     /// Page allocations whose pfn fell in no known zone span.
     PageAllocNoZone = 28,
+    /// Entries created in the per-process and per-name tables (LRU maps:
+    /// entries beyond what the map holds at the end were evicted).
+    StallerInserts = 29,
+    ProcessFaultInserts = 30,
+    ProcessTimeInserts = 31,
+    WakerInserts = 32,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 29;
+    pub const COUNT: u32 = 33;
 }
 
 /// Most (node, zone) pfn spans passed to the page-allocation probe.
