@@ -7,7 +7,9 @@ use aya_ebpf::{
     maps::{Array, LruHashMap, PerCpuArray},
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, Hist, KswapdNode, MAX_NODES, MAX_WAKERS, MAX_ZONES, zone_cell};
+use vmtrace_common::{
+    Counter, Hist, KswapdNode, MAX_NODES, MAX_WAKERS, MAX_ZONES, ORDERS, zone_cell,
+};
 
 use crate::shared::{count, fields, now_ns, record, tracepoint_field};
 
@@ -23,6 +25,10 @@ static KSWAPD_AWAKE_SINCE: Array<u64> = Array::with_max_entries(MAX_NODES, 0);
 /// `mm_vmscan_wakeup_kswapd` per (node, zone).
 #[map]
 static KSWAPD_WAKEUPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_NODES * MAX_ZONES, 0);
+
+/// `mm_vmscan_wakeup_kswapd` per allocation order (last: that and above).
+#[map]
+static KSWAPD_WAKEUP_ORDER: PerCpuArray<u64> = PerCpuArray::with_max_entries(ORDERS, 0);
 
 /// `mm_vmscan_wakeup_kswapd` per waker task name.
 #[map]
@@ -91,6 +97,11 @@ pub fn wakeup_kswapd(ctx: TracePointContext) -> u32 {
         return 0;
     }
     if let Some(cell) = KSWAPD_WAKEUPS.get_ptr_mut(zone_cell(nid, zid)) {
+        // SAFETY: this CPU's cell of a live per-CPU map.
+        unsafe { *cell += 1 };
+    }
+    let order = (tracepoint_field(&ctx, f.wakeup_kswapd_order) as u32).min(ORDERS - 1);
+    if let Some(cell) = KSWAPD_WAKEUP_ORDER.get_ptr_mut(order) {
         // SAFETY: this CPU's cell of a live per-CPU map.
         unsafe { *cell += 1 };
     }

@@ -38,6 +38,8 @@ pub struct KernelTotals {
     pub kswapd: Vec<(u32, KswapdNode, Option<u64>)>,
     /// `mm_vmscan_wakeup_kswapd` per (node, zone index).
     pub kswapd_wakeups: Vec<(u32, u32, u64)>,
+    /// kswapd wakeups per allocation order (last cell: that and above).
+    pub kswapd_wakeup_order: Vec<u64>,
     /// Who woke kswapd (task name, times).
     pub kswapd_wakers: Vec<(String, u64)>,
     /// LRU isolation per (highest zone index, lru list), non-empty cells.
@@ -244,6 +246,10 @@ fn read_kswapd(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
             }
         }
     }
+    let orders = per_cpu_array::<u64>(probes, names::KSWAPD_WAKEUP_ORDER)?;
+    t.kswapd_wakeup_order = (0..ORDERS)
+        .map(|i| sum_u64(&orders, i))
+        .collect::<Result<_>>()?;
     let wakers: AyaHashMap<_, [u8; 16], u64> = AyaHashMap::try_from(map(names::KSWAPD_WAKERS)?)?;
     for (comm, n) in wakers.iter().flatten() {
         t.kswapd_wakers.push((comm_to_string(&comm), n));

@@ -266,6 +266,7 @@ pub const CATALOGUE: &[Metric] = &[
         programs: &[tp!("wakeup_kswapd", "vmscan": "mm_vmscan_wakeup_kswapd", [
             req!("nid", wakeup_kswapd_nid),
             req!("zid", wakeup_kswapd_zid),
+            opt!("order", wakeup_kswapd_order),
         ])],
     },
     Metric {

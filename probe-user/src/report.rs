@@ -153,6 +153,8 @@ pub struct KswapdReport {
     pub awake_periods: Option<Summary>,
     /// `mm_vmscan_wakeup_kswapd` per node and zone.
     pub wakeups: Vec<ZoneCount>,
+    /// Wakeups per allocation order (last: that order and above).
+    pub wakeup_orders: Vec<u64>,
     /// Task names that woke kswapd most (at most 10).
     pub wakers: Vec<NameCount>,
 }
@@ -674,6 +676,7 @@ impl RunReport {
                 count,
             })
             .collect();
+        k.wakeup_orders = totals.kswapd_wakeup_order.clone();
         k.wakers = totals
             .kswapd_wakers
             .iter()
@@ -1139,6 +1142,17 @@ impl RunReport {
                 for line in wrap(&text, 72) {
                     writeln!(o, "{line}")?;
                 }
+            }
+            if k.wakeup_orders.iter().any(|&n| n > 0) {
+                let last = k.wakeup_orders.len().saturating_sub(1);
+                let pairs = nonzero_pairs(&k.wakeup_orders, |i| {
+                    if i == last {
+                        format!("{i}+")
+                    } else {
+                        i.to_string()
+                    }
+                });
+                writeln!(o, "  wakeups by allocation order: {pairs}")?;
             }
             if !k.wakers.is_empty() {
                 let w: Vec<String> = k

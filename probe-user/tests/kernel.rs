@@ -741,6 +741,13 @@ fn kswapd_under_global_pressure_matches_vmstat() {
         .map(|w| w["count"].as_u64().unwrap_or(0))
         .sum();
     assert!(wakeups > 0, "{k:#}");
+    let by_order: u64 = k["wakeup_orders"]
+        .as_array()
+        .expect("wakeup_orders")
+        .iter()
+        .map(|n| n.as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(by_order, wakeups, "{k:#}");
     assert!(
         k["wakers"]
             .as_array()

@@ -521,6 +521,7 @@ pub struct Fields {
     pub kswapd_sleep_nid: Field,
     pub wakeup_kswapd_nid: Field,
     pub wakeup_kswapd_zid: Field,
+    pub wakeup_kswapd_order: Field,
     /// `mm_shrink_slab_end.retval` (objects freed).
     pub shrink_slab_end_retval: Field,
     /// `mm_vmscan_throttled.usec_delayed` / `.reason`.
@@ -582,6 +583,7 @@ pub mod names {
     pub const KSWAPD_AWAKE_SINCE: &str = "KSWAPD_AWAKE_SINCE";
     pub const KSWAPD_WAKEUPS: &str = "KSWAPD_WAKEUPS";
     pub const KSWAPD_WAKERS: &str = "KSWAPD_WAKERS";
+    pub const KSWAPD_WAKEUP_ORDER: &str = "KSWAPD_WAKEUP_ORDER";
     pub const THROTTLE_REASON: &str = "THROTTLE_REASON";
     pub const PROCESS_FAULTS: &str = "PROCESS_FAULTS";
     pub const PROCESS_FAULT_TIME: &str = "PROCESS_FAULT_TIME";
