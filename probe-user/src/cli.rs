@@ -66,6 +66,14 @@ tracefs."
         #[arg(long)]
         json: bool,
     },
+    /// Run a bundled workload in this process (what `vmtrace run qsbench`
+    /// starts inside the box)
+    #[command(hide = true)]
+    Workload {
+        name: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -115,6 +123,11 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
     #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_interval)]
     pub interval: f64,
 
+    /// Run the command N times (a fresh box each time), then print the
+    /// table of the runs: elapsed time, mean, stddev, min, max
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+
     /// Seconds between progress lines on stderr; 0 turns them off
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub progress: u64,
@@ -130,6 +143,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Commands::Run(args) => {
             let opts = RunOptions {
                 command: args.command,
+                label: None,
                 spec: BoxSpec {
                     mem_limit: args.mem,
                     swap: args.swap,
@@ -140,13 +154,52 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 progress: (args.progress > 0).then(|| Duration::from_secs(args.progress)),
                 interval: Duration::from_secs_f64(args.interval),
             };
-            let outcome = run(&opts)?;
-            if args.json {
-                println!("{}", outcome.report.to_json());
-            } else {
-                print!("{}", outcome.report.to_text());
+            let mut reports = Vec::new();
+            let mut exit_code = 0;
+            for i in 0..args.repeat {
+                if args.repeat > 1 {
+                    eprintln!("vmtrace: run {} of {}", i + 1, args.repeat);
+                }
+                let outcome = run(&opts)?;
+                if !args.json {
+                    print!("{}", outcome.report.to_text());
+                    if args.repeat > 1 {
+                        println!();
+                    }
+                }
+                if outcome.exit_code != 0 {
+                    exit_code = outcome.exit_code;
+                }
+                reports.push(outcome.report);
             }
-            Ok(outcome.exit_code)
+            let table = crate::report::RunsTable::of(&reports);
+            if args.json {
+                let json = if args.repeat > 1 {
+                    serde_json::json!({ "runs": reports, "summary": table })
+                } else {
+                    serde_json::to_value(&reports[0]).unwrap_or_default()
+                };
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json).unwrap_or_default()
+                );
+            } else if args.repeat > 1 {
+                print!("{}", table.to_text());
+            }
+            Ok(exit_code)
+        }
+        Commands::Workload { name, args } => {
+            let Some(b) = vmtrace_workloads::cli::bundled(&name) else {
+                anyhow::bail!("no bundled workload named {name}");
+            };
+            // Show up as the workload, not as vmtrace, in ps and reports.
+            if let Ok(c) = std::ffi::CString::new(b.name) {
+                // SAFETY: PR_SET_NAME with a valid NUL-terminated string.
+                unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) };
+            }
+            let mut argv = vec![OsString::from(b.name)];
+            argv.extend(args);
+            Ok((b.main)(argv))
         }
         Commands::Probes { json } => {
             let listed = crate::run::probe_listing()?;

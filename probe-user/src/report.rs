@@ -39,6 +39,9 @@ pub struct Usage {
     pub minor_faults: u64,
     pub major_faults: u64,
     pub max_rss_bytes: u64,
+    /// Block input and output operations (rusage ru_inblock, ru_oublock).
+    pub in_blocks: u64,
+    pub out_blocks: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -785,36 +788,52 @@ impl RunReport {
         );
     }
 
-    /// "OOM-KILLED: ..." when the command was killed by the OOM killer,
-    /// the first line of a report, as in the mails that argue about it.
-    pub fn oom_headline(&self) -> Option<String> {
-        let victims: Vec<&OomVictimReport> = self
+    /// `Out of Memory: Killed process PID (comm).` for each of the
+    /// command's processes the OOM killer took, in the words of the mails
+    /// that argue about it; the first lines of a report.
+    pub fn oom_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
             .oom_victims
             .iter()
             .flatten()
             .filter(|v| v.target)
+            .map(|v| format!("Out of Memory: Killed process {} ({}).", v.pid, v.comm))
             .collect();
-        if !self.exit.oom_killed && victims.is_empty() {
-            return None;
+        if lines.is_empty() && self.exit.oom_killed {
+            lines.push(format!("Out of Memory: Killed process {}.", self.pid));
         }
-        let mut line = String::from("OOM-KILLED:");
-        match victims.first() {
-            Some(v) => {
-                let _ = write!(
-                    line,
-                    " {} (pid {}, anon-rss {}) at {:.2} s",
-                    v.comm,
-                    v.pid,
-                    human(v.anon_rss_kb * 1024),
-                    v.time_s
-                );
-                if victims.len() > 1 {
-                    let _ = write!(line, ", and {} more", victims.len() - 1);
-                }
-            }
-            None => line.push_str(" the command was killed by the box's OOM killer"),
-        }
-        Some(line)
+        lines
+    }
+
+    /// The run as csh's `time` prints it, as in the seed mails:
+    /// `70.270u 7.330s 2:33.29 50.6%    0+0k 0+0io 19670pf+0w`
+    /// (pf: major faults; io: block operations in+out).
+    pub fn time_line(&self) -> String {
+        let u = &self.usage;
+        let minutes = (u.wall_s / 60.0).floor();
+        let cpu = if u.wall_s > 0.0 {
+            (u.user_s + u.sys_s) / u.wall_s * 100.0
+        } else {
+            0.0
+        };
+        format!(
+            "{:.3}u {:.3}s {}:{:05.2} {:.1}%    0+0k {}+{}io {}pf+0w",
+            u.user_s,
+            u.sys_s,
+            minutes,
+            u.wall_s - minutes * 60.0,
+            cpu,
+            u.in_blocks,
+            u.out_blocks,
+            u.major_faults
+        )
+    }
+
+    /// kswapd CPU time over the run, `m:ss kswapd`, as the mails append it.
+    pub fn kswapd_line(&self) -> Option<String> {
+        let k = self.kswapd.as_ref()?;
+        let s = k.nodes.iter().map(|n| n.cpu_s).sum::<f64>().round() as u64;
+        Some(format!("{}:{:02} kswapd", s / 60, s % 60))
     }
 
     /// Totals of the LRU table: (scanned, reclaimed).
@@ -838,9 +857,14 @@ impl RunReport {
     }
 
     fn write_text(&self, o: &mut String) -> std::fmt::Result {
-        if let Some(line) = self.oom_headline() {
+        for line in self.oom_lines() {
             writeln!(o, "{line}")?;
         }
+        writeln!(o, "{}", self.time_line())?;
+        if let Some(line) = self.kswapd_line() {
+            writeln!(o, "{line}")?;
+        }
+        writeln!(o)?;
         writeln!(
             o,
             "vmtrace {} on Linux {}",
@@ -1524,6 +1548,81 @@ fn nonzero_pairs(counts: &[u64], label: impl Fn(usize) -> String) -> String {
     }
 }
 
+/// Repeated runs side by side, as the seed mails tabulate them: one row
+/// per run (elapsed seconds; a failed run shows why), then mean, stddev,
+/// min and max over the runs that completed.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunsTable {
+    pub elapsed_s: Vec<Option<f64>>,
+    /// Why each failed run failed ("OOM", "exit 3", "signal 9").
+    pub failures: Vec<Option<String>>,
+    pub mean_s: Option<f64>,
+    pub stddev_s: Option<f64>,
+    pub min_s: Option<f64>,
+    pub max_s: Option<f64>,
+}
+
+impl RunsTable {
+    pub fn of(reports: &[RunReport]) -> RunsTable {
+        let failures: Vec<Option<String>> = reports
+            .iter()
+            .map(|r| match (r.exit.oom_killed, r.exit.code, r.exit.signal) {
+                (true, _, _) => Some("OOM".to_string()),
+                (false, Some(0), _) => None,
+                (false, Some(c), _) => Some(format!("exit {c}")),
+                (false, None, Some(s)) => Some(format!("signal {s}")),
+                _ => Some("unknown".to_string()),
+            })
+            .collect();
+        let elapsed_s: Vec<Option<f64>> = reports
+            .iter()
+            .zip(&failures)
+            .map(|(r, f)| f.is_none().then_some(r.usage.wall_s))
+            .collect();
+        let ok: Vec<f64> = elapsed_s.iter().flatten().copied().collect();
+        let n = ok.len() as f64;
+        let mean = (!ok.is_empty()).then(|| ok.iter().sum::<f64>() / n);
+        let stddev = mean
+            .filter(|_| ok.len() > 1)
+            .map(|m| (ok.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)).sqrt());
+        RunsTable {
+            mean_s: mean,
+            stddev_s: stddev,
+            min_s: ok.iter().copied().reduce(f64::min),
+            max_s: ok.iter().copied().reduce(f64::max),
+            elapsed_s,
+            failures,
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "{:>8} {:>12}", "run", "elapsed s");
+        for (i, (e, f)) in self.elapsed_s.iter().zip(&self.failures).enumerate() {
+            let cell = match (e, f) {
+                (Some(e), _) => format!("{e:.2}"),
+                (None, Some(f)) => f.clone(),
+                (None, None) => "-".into(),
+            };
+            let _ = writeln!(o, "{:>8} {:>12}", i + 1, cell);
+        }
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        for (name, v) in [
+            ("mean", self.mean_s),
+            ("stddev", self.stddev_s),
+            ("min", self.min_s),
+            ("max", self.max_s),
+        ] {
+            let _ = writeln!(o, "{:>8} {:>12}", name, show(v));
+        }
+        let failed = self.failures.iter().flatten().count();
+        if failed > 0 {
+            let _ = writeln!(o, "{failed} of {} runs failed", self.failures.len());
+        }
+        o
+    }
+}
+
 /// `vmtrace probes` as text: one block per metric, 72 columns.
 pub fn probes_text(kernel_release: &str, listed: &[crate::probes::Listed]) -> String {
     let mut o = String::new();
@@ -1797,10 +1896,15 @@ mod tests {
         );
         assert!(!text.contains("direct reclaim:"), "{text}");
         assert!(text.contains("    320          300   93.8"), "{text}");
-        let first = text.lines().next().unwrap_or("");
+        let mut lines = text.lines();
         assert_eq!(
-            first,
-            "OOM-KILLED: memhog (pid 4242, anon-rss 63.8 MiB) at 1.50 s"
+            lines.next(),
+            Some("Out of Memory: Killed process 4242 (memhog).")
+        );
+        // csh time format: the sample has no usage, so all zero.
+        assert_eq!(
+            lines.next(),
+            Some("0.000u 0.000s 0:00.00 0.0%    0+0k 0+0io 0pf+0w")
         );
         assert!(text.contains("*     4242 memhog"), "{text}");
         assert!(
@@ -1880,6 +1984,36 @@ mod tests {
                 })
                 .all(|m| m.available)
         );
+    }
+
+    #[test]
+    fn runs_table_counts_failures_apart() {
+        let run = |wall_s: f64, code: Option<i32>, oom: bool| RunReport {
+            usage: Usage {
+                wall_s,
+                ..Default::default()
+            },
+            exit: Exit {
+                code,
+                signal: code.is_none().then_some(9),
+                oom_killed: oom,
+                interrupted: false,
+            },
+            ..Default::default()
+        };
+        let t = RunsTable::of(&[
+            run(10.0, Some(0), false),
+            run(12.0, Some(0), false),
+            run(3.0, None, true),
+            run(14.0, Some(0), false),
+        ]);
+        assert_eq!(t.mean_s, Some(12.0));
+        assert_eq!(t.stddev_s, Some(2.0));
+        assert_eq!((t.min_s, t.max_s), (Some(10.0), Some(14.0)));
+        let text = t.to_text();
+        assert!(text.contains("       3          OOM"), "{text}");
+        assert!(text.contains("1 of 4 runs failed"), "{text}");
+        assert!(text.contains("    mean        12.00"), "{text}");
     }
 
     #[test]

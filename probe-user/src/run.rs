@@ -31,6 +31,9 @@ pub const FORMATS_ENV: &str = "VMTRACE_TRACEFS_FORMATS";
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub command: Vec<OsString>,
+    /// How reports name the command when it is not `command` itself (a
+    /// bundled workload: `qsbench -m 350`, not `vmtrace workload ...`).
+    pub label: Option<Vec<String>>,
     pub spec: BoxSpec,
     pub fault_latency: bool,
     /// Count page allocations per zone (a hot path).
@@ -47,12 +50,83 @@ pub struct RunOutcome {
     pub exit_code: i32,
 }
 
+/// A bundled workload named by its bare name (`vmtrace run qsbench`) runs
+/// from this very binary (`vmtrace workload qsbench ...`), with its default
+/// arguments and box when none are given. Anything else runs as is.
+pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
+    let Some(b) = opts
+        .command
+        .first()
+        .and_then(|c| c.to_str())
+        .and_then(vmtrace_workloads::cli::bundled)
+    else {
+        return Ok(opts.clone());
+    };
+    let mut o = opts.clone();
+    let exe = std::env::current_exe().context("finding the vmtrace binary")?;
+    let mut command: Vec<OsString> = vec![exe.into(), "workload".into(), b.name.into()];
+    if opts.command.len() > 1 {
+        command.extend(opts.command[1..].iter().cloned());
+    } else {
+        command.extend(b.default_args.iter().map(OsString::from));
+    }
+    o.label = Some(
+        std::iter::once(b.name.to_string())
+            .chain(
+                command[3..]
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned()),
+            )
+            .collect(),
+    );
+    o.command = command;
+    if o.spec.mem_limit.is_none() && o.spec.swap.is_none() {
+        o.spec.mem_limit = Some(b.default_mem);
+        o.spec.swap = Some(b.default_swap);
+    }
+    if let Some(mem) = o.spec.mem_limit
+        && mem < b.min_mem
+    {
+        bail!(
+            "--mem {} is too small for {}: it needs at least {} to start",
+            crate::size::human(mem),
+            b.name,
+            crate::size::human(b.min_mem)
+        );
+    }
+    eprintln!(
+        "vmtrace: {}: box {}, swapfile {}, arguments: {}",
+        b.name,
+        o.spec
+            .mem_limit
+            .map_or("without a limit".into(), crate::size::human),
+        o.spec.swap.map_or("none".into(), crate::size::human),
+        o.command[3..]
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(o)
+}
+
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     privilege::require()?;
+    let opts = &resolve_bundled(opts)?;
     let program = opts.command.first().ok_or_else(|| {
         anyhow!("no command given; usage: vmtrace run [OPTIONS] -- COMMAND [ARGS]")
     })?;
     check_command_exists(program)?;
+    if let Some(mem) = opts.spec.mem_limit
+        && opts.spec.swap.is_none()
+        && swapdev::SwapLayout::read().is_ok_and(|l| l.areas.is_empty())
+    {
+        eprintln!(
+            "vmtrace: note: no swap is active: the command will be OOM-killed rather \
+             than swap if it outgrows --mem {} (add --swap SIZE to swap)",
+            crate::size::human(mem)
+        );
+    }
 
     // Signals are caught from here on, so that Ctrl-C during setup still
     // tears down what was set up.
@@ -176,11 +250,12 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let mut report = RunReport {
         vmtrace_version: env!("CARGO_PKG_VERSION").into(),
         kernel_release: kernel_release(),
-        command: opts
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
+        command: opts.label.clone().unwrap_or_else(|| {
+            opts.command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        }),
         pid: pid as u32,
         target: target_text,
         exit: Exit {
@@ -196,6 +271,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             minor_faults: ru.ru_minflt as u64,
             major_faults: ru.ru_majflt as u64,
             max_rss_bytes: ru.ru_maxrss as u64 * 1024,
+            in_blocks: ru.ru_inblock as u64,
+            out_blocks: ru.ru_oublock as u64,
         },
         membox: (opts.spec.mem_limit.is_some() || opts.spec.swap.is_some()).then_some(box_report),
         vmstat: VmstatDelta::from_delta(&VmStat::delta(&before, &after)),

@@ -1,7 +1,11 @@
 //! Workloads bundled with vmtrace. Each is also a standalone binary.
 //!
+//! - `qsbench`: the 2001 qsbench (rand()-filled int array, quicksort), the
+//!   swap benchmark of the seed mails;
 //! - `memhog`: fills a buffer with random, non-zero data (so pages cannot
 //!   be deduplicated or stay zero and must really go to swap), then touches
 //!   its pages in random order, pass after pass, to force swap-ins.
 
+pub mod cli;
 pub mod memhog;
+pub mod qsbench;

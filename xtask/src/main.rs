@@ -26,7 +26,7 @@ enum Task {
     Setup,
     /// Build vmtrace (with its eBPF programs) and the workloads, release
     Build,
-    /// The main job: a traced memory hog in a small memory box with swap
+    /// The main job: a traced qsbench in a small memory box with swap
     Run {
         /// Extra `vmtrace run` options (e.g. --json), before the command
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

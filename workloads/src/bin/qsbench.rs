@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(vmtrace_workloads::cli::qsbench_main(std::env::args_os()));
+}

@@ -1,0 +1,178 @@
+//! Command lines of the bundled workloads, shared by their standalone
+//! binaries and by `vmtrace run <workload>`, which runs them in-process.
+
+use std::{ffi::OsString, time::Duration};
+
+use anyhow::Result;
+use clap::Parser;
+
+use crate::qsbench;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "qsbench",
+    about = "Fill an int array from the C library's rand() and quicksort it",
+    long_about = "qsbench, after the 2001 benchmark of the 'VM: qsbench numbers' \
+mails: fills an array of ints with rand() after srand(SEED) (glibc's sequence, \
+reproduced exactly), sorts it with a recursive median-of-three quicksort and \
+verifies the order. Sized past the memory it runs in, it makes the VM swap hard. \
+It prints nothing of its own but errors; time it (or run it under vmtrace).",
+    after_help = "Examples:\n  qsbench -m 350            # 350 MiB of ints\n  \
+qsbench -n 90000000 -p 1 -s 140175100   # the seed mail's run"
+)]
+pub struct QsbenchArgs {
+    /// Array size in MiB (MB*1048576/4 ints)
+    #[arg(
+        short = 'm',
+        value_name = "MB",
+        default_value_t = 10,
+        conflicts_with = "n"
+    )]
+    pub mb: usize,
+    /// Array size in ints (overrides -m)
+    #[arg(short = 'n', value_name = "N")]
+    pub n: Option<usize>,
+    /// Sorter processes, each with its own array (at most 1024)
+    #[arg(short = 'p', value_name = "N", default_value_t = 1)]
+    pub procs: usize,
+    /// srand() seed
+    #[arg(short = 's', value_name = "SEED", default_value_t = 1)]
+    pub seed: u32,
+    /// Back the array by an unlinked temporary file mapped MAP_SHARED (in
+    /// $TMPDIR): file pages and writeback instead of anonymous memory and swap
+    #[arg(short = 'M')]
+    pub file_backed: bool,
+    /// Sleep SECS before freeing the array
+    #[arg(short = 'z', value_name = "SECS", default_value_t = 0)]
+    pub sleep: u64,
+    /// Say what is being done on stderr
+    #[arg(short = 'v')]
+    pub verbose: bool,
+}
+
+/// Runs qsbench with these arguments (argv[0] included); the exit code.
+pub fn qsbench_main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match QsbenchArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    match run_qsbench(&args) {
+        Ok(0) => 0,
+        Ok(_) => 1,
+        Err(e) => {
+            eprintln!("qsbench: error: {e:#}");
+            2
+        }
+    }
+}
+
+fn run_qsbench(a: &QsbenchArgs) -> Result<u64> {
+    let n = a.n.unwrap_or(a.mb * 1_048_576 / 4);
+    let backing = if a.file_backed {
+        qsbench::Backing::File(std::env::temp_dir())
+    } else {
+        qsbench::Backing::Anon
+    };
+    if a.verbose {
+        eprintln!(
+            "qsbench: {n} ints ({} MiB) x {} process(es), seed {}, {}",
+            (n * 4) >> 20,
+            a.procs.min(qsbench::MAX_PROCS),
+            a.seed,
+            if a.file_backed {
+                "file-backed (MAP_SHARED)"
+            } else {
+                "anonymous"
+            }
+        );
+    }
+    qsbench::run(n, a.procs, a.seed, &backing, Duration::from_secs(a.sleep))
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memhog",
+    about = "Fill memory with random non-zero data, then touch it at random",
+    after_help = "Example (256 MiB box, 1 GiB swap):\n  \
+sudo vmtrace run --mem 256M --swap 1G -- memhog --mib 512 --passes 2"
+)]
+pub struct MemhogArgs {
+    /// MiB to allocate and fill
+    #[arg(long, default_value_t = 512)]
+    pub mib: usize,
+    /// Passes of random page touches after the fill
+    #[arg(long, default_value_t = 1)]
+    pub passes: usize,
+    /// Seed of the random data and touch order
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print what was done on stderr
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Runs memhog with these arguments (argv[0] included); the exit code.
+pub fn memhog_main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match MemhogArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    if args.mib == 0 {
+        eprintln!("memhog: error: --mib must be at least 1");
+        return 2;
+    }
+    let stats = crate::memhog::run(args.mib, args.passes, args.seed);
+    if args.verbose {
+        eprintln!(
+            "memhog: {} pages, {} touches, checksum {:016x}",
+            stats.pages, stats.touches, stats.checksum
+        );
+    }
+    0
+}
+
+/// A workload bundled with vmtrace: its name, entry point, and the box it
+/// needs.
+pub struct Bundled {
+    pub name: &'static str,
+    pub main: fn(Vec<OsString>) -> i32,
+    /// Arguments used when none are given.
+    pub default_args: &'static [&'static str],
+    /// The box used when neither --mem nor --swap is given (bytes).
+    pub default_mem: u64,
+    pub default_swap: u64,
+    /// The smallest memory box it can start in (bytes).
+    pub min_mem: u64,
+}
+
+/// Every bundled workload.
+pub const BUNDLED: &[Bundled] = &[
+    Bundled {
+        name: "qsbench",
+        main: |a| qsbench_main(a),
+        // The configuration of the mails: 350 MiB of ints in a 256 MiB
+        // box, 2 GiB of swap: real reclaim and swap in well under a minute.
+        default_args: &["-m", "350"],
+        default_mem: 256 << 20,
+        default_swap: 2 << 30,
+        min_mem: 16 << 20,
+    },
+    Bundled {
+        name: "memhog",
+        main: |a| memhog_main(a),
+        default_args: &["--mib", "512", "--passes", "2"],
+        default_mem: 256 << 20,
+        default_swap: 1 << 30,
+        min_mem: 16 << 20,
+    },
+];
+
+pub fn bundled(name: &str) -> Option<&'static Bundled> {
+    BUNDLED.iter().find(|b| b.name == name)
+}
