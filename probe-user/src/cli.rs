@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 use crate::{
     membox::BoxSpec,
+    report::RunReport,
     run::{RunOptions, run},
     size::parse_size,
 };
@@ -154,36 +155,49 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 progress: (args.progress > 0).then(|| Duration::from_secs(args.progress)),
                 interval: Duration::from_secs_f64(args.interval),
             };
-            let mut reports = Vec::new();
+            let configs = crate::run::sweep(&opts)?;
+            let total = configs.len() * args.repeat as usize;
+            let mut columns: Vec<(String, Vec<RunReport>)> = Vec::new();
             let mut exit_code = 0;
-            for i in 0..args.repeat {
-                if args.repeat > 1 {
-                    eprintln!("vmtrace: run {} of {}", i + 1, args.repeat);
-                }
-                let outcome = run(&opts)?;
-                if !args.json {
-                    print!("{}", outcome.report.to_text());
-                    if args.repeat > 1 {
-                        println!();
+            let mut n = 0;
+            for (label, opts) in &configs {
+                let mut reports = Vec::new();
+                for _ in 0..args.repeat {
+                    n += 1;
+                    if total > 1 {
+                        eprintln!("vmtrace: run {n} of {total} {label}");
                     }
+                    let outcome = run(opts)?;
+                    if !args.json {
+                        print!("{}", outcome.report.to_text());
+                        if total > 1 {
+                            println!();
+                        }
+                    }
+                    if outcome.exit_code != 0 {
+                        exit_code = outcome.exit_code;
+                    }
+                    reports.push(outcome.report);
                 }
-                if outcome.exit_code != 0 {
-                    exit_code = outcome.exit_code;
-                }
-                reports.push(outcome.report);
+                columns.push((label.clone(), reports));
             }
-            let table = crate::report::RunsTable::of(&reports);
+            let refs: Vec<(String, Vec<&RunReport>)> = columns
+                .iter()
+                .map(|(l, r)| (l.clone(), r.iter().collect()))
+                .collect();
+            let table = crate::report::RunsTable::of(&refs);
             if args.json {
-                let json = if args.repeat > 1 {
-                    serde_json::json!({ "runs": reports, "summary": table })
+                let json = if total > 1 {
+                    let runs: Vec<&RunReport> = columns.iter().flat_map(|(_, r)| r).collect();
+                    serde_json::json!({ "runs": runs, "summary": table })
                 } else {
-                    serde_json::to_value(&reports[0]).unwrap_or_default()
+                    serde_json::to_value(&columns[0].1[0]).unwrap_or_default()
                 };
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&json).unwrap_or_default()
                 );
-            } else if args.repeat > 1 {
+            } else if total > 1 {
                 print!("{}", table.to_text());
             }
             Ok(exit_code)
@@ -231,4 +245,120 @@ fn parse_interval(text: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
+}
+
+/// `vmtrace run` options and whether each takes a value.
+const RUN_OPTIONS: &[(&str, bool)] = &[
+    ("--mem", true),
+    ("--swap", true),
+    ("--swap-dir", true),
+    ("--repeat", true),
+    ("--interval", true),
+    ("--progress", true),
+    ("--json", false),
+    ("--fault-latency", false),
+    ("--page-alloc", false),
+];
+
+/// Lets vmtrace's own options follow a bundled workload's name, as in
+/// `vmtrace run build -j 2,4 --mem 128M --swap 1G --repeat 2`: they are
+/// moved in front of the name before parsing. Only for bundled workloads
+/// (their own flags never clash with these), and not after a `--`.
+pub fn hoist_bundled_options(argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.get(1).and_then(|a| a.to_str()) != Some("run") {
+        return argv;
+    }
+    let mut i = 2;
+    // Find the workload name: the first word that is not an option or an
+    // option's value.
+    while i < argv.len() {
+        let Some(a) = argv[i].to_str() else {
+            return argv;
+        };
+        if a == "--" {
+            return argv;
+        }
+        if let Some((_, takes)) = RUN_OPTIONS.iter().find(|(o, _)| *o == a) {
+            i += if *takes { 2 } else { 1 };
+            continue;
+        }
+        if a.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    if i >= argv.len()
+        || argv[i]
+            .to_str()
+            .and_then(vmtrace_workloads::cli::bundled)
+            .is_none()
+    {
+        return argv;
+    }
+    let (head, tail) = argv.split_at(i);
+    let mut hoisted = Vec::new();
+    let mut rest = vec![tail[0].clone()];
+    let mut j = 1;
+    while j < tail.len() {
+        let a = tail[j].to_str().unwrap_or("");
+        match RUN_OPTIONS.iter().find(|(o, _)| *o == a) {
+            Some((_, true)) if j + 1 < tail.len() => {
+                hoisted.extend_from_slice(&tail[j..j + 2]);
+                j += 2;
+            }
+            Some((_, false)) => {
+                hoisted.push(tail[j].clone());
+                j += 1;
+            }
+            _ => {
+                rest.push(tail[j].clone());
+                j += 1;
+            }
+        }
+    }
+    head.iter().cloned().chain(hoisted).chain(rest).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &str) -> Vec<OsString> {
+        args.split(' ').map(OsString::from).collect()
+    }
+
+    #[test]
+    fn vmtrace_options_after_a_bundled_workload_are_hoisted() {
+        assert_eq!(
+            hoist_bundled_options(v(
+                "vmtrace run build -j 2,4 --mem 128M --swap 1G --repeat 2"
+            )),
+            v("vmtrace run --mem 128M --swap 1G --repeat 2 build -j 2,4")
+        );
+        assert_eq!(
+            hoist_bundled_options(v("vmtrace run --json qsbench -m 350 --fault-latency")),
+            v("vmtrace run --json --fault-latency qsbench -m 350")
+        );
+        // Not a bundled workload, or after --: left alone.
+        for argv in [
+            "vmtrace run make -j4 --mem 1G",
+            "vmtrace run -- qsbench --mem 1G",
+            "vmtrace probes --json",
+        ] {
+            assert_eq!(hoist_bundled_options(v(argv)), v(argv));
+        }
+    }
+
+    #[test]
+    fn hoisted_command_lines_parse() {
+        let argv = hoist_bundled_options(v("vmtrace run build -j 2,4 --mem 128M --repeat 2"));
+        let cli = Cli::try_parse_from(argv).expect("parses");
+        let Commands::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.mem, Some(128 << 20));
+        assert_eq!(run.repeat, 2);
+        assert_eq!(run.command, v("build -j 2,4"));
+    }
 }

@@ -1549,10 +1549,18 @@ fn nonzero_pairs(counts: &[u64], label: impl Fn(usize) -> String) -> String {
 }
 
 /// Repeated runs side by side, as the seed mails tabulate them: one row
-/// per run (elapsed seconds; a failed run shows why), then mean, stddev,
-/// min and max over the runs that completed.
+/// per run, one column per swept value (e.g. -j5, -j10, -j15), elapsed
+/// seconds (a failed run shows why), then mean, stddev, min and max of the
+/// runs that completed.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunsTable {
+    pub columns: Vec<RunsColumn>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunsColumn {
+    /// The swept value (`-j5`), or `elapsed` without a sweep.
+    pub label: String,
     pub elapsed_s: Vec<Option<f64>>,
     /// Why each failed run failed ("OOM", "exit 3", "signal 9").
     pub failures: Vec<Option<String>>,
@@ -1562,8 +1570,8 @@ pub struct RunsTable {
     pub max_s: Option<f64>,
 }
 
-impl RunsTable {
-    pub fn of(reports: &[RunReport]) -> RunsTable {
+impl RunsColumn {
+    pub fn of(label: &str, reports: &[&RunReport]) -> RunsColumn {
         let failures: Vec<Option<String>> = reports
             .iter()
             .map(|r| match (r.exit.oom_killed, r.exit.code, r.exit.signal) {
@@ -1585,7 +1593,12 @@ impl RunsTable {
         let stddev = mean
             .filter(|_| ok.len() > 1)
             .map(|m| (ok.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)).sqrt());
-        RunsTable {
+        RunsColumn {
+            label: if label.is_empty() {
+                "elapsed s".into()
+            } else {
+                label.into()
+            },
             mean_s: mean,
             stddev_s: stddev,
             min_s: ok.iter().copied().reduce(f64::min),
@@ -1594,30 +1607,64 @@ impl RunsTable {
             failures,
         }
     }
+}
+
+impl RunsTable {
+    /// One column per (label, runs of that configuration).
+    pub fn of(columns: &[(String, Vec<&RunReport>)]) -> RunsTable {
+        RunsTable {
+            columns: columns.iter().map(|(l, r)| RunsColumn::of(l, r)).collect(),
+        }
+    }
 
     pub fn to_text(&self) -> String {
         let mut o = String::new();
-        let _ = writeln!(o, "{:>8} {:>12}", "run", "elapsed s");
-        for (i, (e, f)) in self.elapsed_s.iter().zip(&self.failures).enumerate() {
-            let cell = match (e, f) {
-                (Some(e), _) => format!("{e:.2}"),
-                (None, Some(f)) => f.clone(),
-                (None, None) => "-".into(),
-            };
-            let _ = writeln!(o, "{:>8} {:>12}", i + 1, cell);
+        let mut head = format!("{:>8}", "run");
+        for c in &self.columns {
+            let _ = write!(head, " {:>10}", c.label);
+        }
+        let _ = writeln!(o, "{head}");
+        let rows = self
+            .columns
+            .iter()
+            .map(|c| c.elapsed_s.len())
+            .max()
+            .unwrap_or(0);
+        for i in 0..rows {
+            let mut line = format!("{:>8}", i + 1);
+            for c in &self.columns {
+                let cell = match (c.elapsed_s.get(i), c.failures.get(i)) {
+                    (Some(Some(e)), _) => format!("{e:.2}"),
+                    (_, Some(Some(f))) => f.clone(),
+                    _ => "-".into(),
+                };
+                let _ = write!(line, " {cell:>10}");
+            }
+            let _ = writeln!(o, "{line}");
         }
         let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-        for (name, v) in [
-            ("mean", self.mean_s),
-            ("stddev", self.stddev_s),
-            ("min", self.min_s),
-            ("max", self.max_s),
-        ] {
-            let _ = writeln!(o, "{:>8} {:>12}", name, show(v));
+        type Stat = fn(&RunsColumn) -> Option<f64>;
+        let stats: [(&str, Stat); 4] = [
+            ("mean", |c| c.mean_s),
+            ("stddev", |c| c.stddev_s),
+            ("min", |c| c.min_s),
+            ("max", |c| c.max_s),
+        ];
+        for (name, get) in stats {
+            let mut line = format!("{name:>8}");
+            for c in &self.columns {
+                let _ = write!(line, " {:>10}", show(get(c)));
+            }
+            let _ = writeln!(o, "{line}");
         }
-        let failed = self.failures.iter().flatten().count();
+        let failed: usize = self
+            .columns
+            .iter()
+            .map(|c| c.failures.iter().flatten().count())
+            .sum();
+        let total: usize = self.columns.iter().map(|c| c.failures.len()).sum();
         if failed > 0 {
-            let _ = writeln!(o, "{failed} of {} runs failed", self.failures.len());
+            let _ = writeln!(o, "{failed} of {total} runs failed");
         }
         o
     }
@@ -2001,19 +2048,29 @@ mod tests {
             },
             ..Default::default()
         };
-        let t = RunsTable::of(&[
+        let runs = [
             run(10.0, Some(0), false),
             run(12.0, Some(0), false),
             run(3.0, None, true),
             run(14.0, Some(0), false),
+        ];
+        let fast = [run(5.0, Some(0), false), run(7.0, Some(0), false)];
+        let t = RunsTable::of(&[
+            ("-j5".to_string(), runs.iter().collect()),
+            ("-j10".to_string(), fast.iter().collect()),
         ]);
-        assert_eq!(t.mean_s, Some(12.0));
-        assert_eq!(t.stddev_s, Some(2.0));
-        assert_eq!((t.min_s, t.max_s), (Some(10.0), Some(14.0)));
+        let c = &t.columns[0];
+        assert_eq!(c.mean_s, Some(12.0));
+        assert_eq!(c.stddev_s, Some(2.0));
+        assert_eq!((c.min_s, c.max_s), (Some(10.0), Some(14.0)));
         let text = t.to_text();
-        assert!(text.contains("       3          OOM"), "{text}");
-        assert!(text.contains("1 of 4 runs failed"), "{text}");
-        assert!(text.contains("    mean        12.00"), "{text}");
+        assert!(
+            text.starts_with("     run        -j5       -j10\n"),
+            "{text}"
+        );
+        assert!(text.contains("       3        OOM          -"), "{text}");
+        assert!(text.contains("1 of 6 runs failed"), "{text}");
+        assert!(text.contains("    mean      12.00       6.00"), "{text}");
     }
 
     #[test]

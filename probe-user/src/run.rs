@@ -110,6 +110,38 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
     Ok(o)
 }
 
+/// Expands a sweep: a bundled workload's sweep flag given a comma list
+/// (`build -j 2,4`) becomes one set of options per value, labelled by
+/// flag and value (`-j2`). Anything else is one unlabelled set.
+pub fn sweep(opts: &RunOptions) -> Result<Vec<(String, RunOptions)>> {
+    let flag = opts
+        .command
+        .first()
+        .and_then(|c| c.to_str())
+        .and_then(vmtrace_workloads::cli::bundled)
+        .and_then(|b| b.sweep_flag);
+    let Some(flag) = flag else {
+        return Ok(vec![(String::new(), opts.clone())]);
+    };
+    let Some(pos) = opts.command.iter().position(|a| a.to_str() == Some(flag)) else {
+        return Ok(vec![(String::new(), opts.clone())]);
+    };
+    let Some(list) = opts.command.get(pos + 1).and_then(|v| v.to_str()) else {
+        bail!("{flag} needs a value, like {flag} 5 or {flag} 5,10,15");
+    };
+    let mut out = Vec::new();
+    for value in list.split(',') {
+        let value = value.trim();
+        if value.is_empty() || value.parse::<u32>().map_or(true, |v| v == 0) {
+            bail!("{flag} {list}: each value must be a number of at least 1, like {flag} 5,10,15");
+        }
+        let mut o = opts.clone();
+        o.command[pos + 1] = OsString::from(value);
+        out.push((format!("{flag}{value}"), o));
+    }
+    Ok(out)
+}
+
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     privilege::require()?;
     let opts = &resolve_bundled(opts)?;

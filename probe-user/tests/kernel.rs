@@ -1067,3 +1067,61 @@ fn repeat_runs_and_tabulates() {
     assert_eq!(j["summary"]["elapsed_s"].as_array().map(Vec::len), Some(2));
     assert!(j["summary"]["mean_s"].as_f64().unwrap_or(0.0) > 0.0);
 }
+
+/// `vmtrace run build -j 1,2 ...`: the generated tree really compiles at
+/// each -j (exit 0), the sweep table has a column per -j, and the
+/// compiler processes forked inside the box are the ones the report
+/// attributes faults to.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn build_sweep_compiles_and_tabulates() {
+    let _g = guard();
+    let out = vmtrace(&[
+        "run",
+        "build",
+        "-j",
+        "1,2",
+        "--files",
+        "6",
+        "--mem",
+        "96M",
+        "--swap",
+        "512M",
+        "--progress",
+        "0",
+    ])
+    .output()
+    .expect("run vmtrace");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("exited with status 0").count(), 2, "{text}");
+    assert!(text.contains("     run        -j1        -j2"), "{text}");
+    assert!(text.contains("    mean "), "{text}");
+    // cc1 processes, forked by make inside the box, counted per process.
+    assert!(text.contains(" cc1 "), "{text}");
+
+    let out = vmtrace(&[
+        "run", "--json", "build", "-j", "2", "--files", "4", "--mem", "96M", "--swap", "512M",
+    ])
+    .output()
+    .expect("run vmtrace");
+    let r = json_of(&out);
+    assert_eq!(r["exit"]["code"], 0, "{:#}", r["exit"]);
+    assert_eq!(
+        r["command"],
+        serde_json::json!(["build", "-j", "2", "--files", "4"])
+    );
+    let top = r["faults"]["processes"]["top"]
+        .as_array()
+        .expect("processes");
+    assert!(top.iter().any(|p| p["comm"] == "cc1"), "{top:?}");
+    // Everything counted per process ran in the box: the sum is rusage's.
+    assert_eq!(
+        r["faults"]["processes"]["minor"],
+        r["usage"]["minor_faults"]
+    );
+}

@@ -7,7 +7,8 @@
 //!   of the right version exists on Debian 12). Its RUNPATH points at a
 //!   directory of links to the nightly's libLLVM, kept under $CARGO_HOME,
 //!   so it runs outside `rustup run` too;
-//! - Debian packages the tests use (util-linux: mkswap, setpriv).
+//! - Debian packages the tests use (util-linux: mkswap, setpriv; make and
+//!   gcc for the build workload).
 
 use std::{
     path::{Path, PathBuf},
@@ -22,8 +23,15 @@ use crate::util;
 /// and links aya-ebpf 0.2 objects.
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
-/// Commands the tests need, and the Debian package that has each.
-const DEBIAN: &[(&str, &str)] = &[("mkswap", "util-linux"), ("setpriv", "util-linux")];
+/// Commands the tests need, and the Debian package that has each
+/// (mkswap, setpriv: the box and the privilege test; make and cc: the
+/// build workload).
+const DEBIAN: &[(&str, &str)] = &[
+    ("mkswap", "util-linux"),
+    ("setpriv", "util-linux"),
+    ("make", "make"),
+    ("cc", "gcc"),
+];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Verbosity {

@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(vmtrace_workloads::cli::build_main(std::env::args_os()));
+}
