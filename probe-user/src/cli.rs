@@ -44,12 +44,22 @@ With --mem the command runs in a fresh memory cgroup (cgroup v2 memory.max, or v
 memory.limit_in_bytes where the memory controller is on v1); with --swap a \
 temporary swapfile is added for the run. Both are removed afterwards, also on \
 errors and Ctrl-C.\n\n\
+Bundled workloads run by bare name, from vmtrace itself: `qsbench` (the 2001 \
+qsbench; default -m 350 in a 256 MiB box with 2 GiB of swap), `build` (make -jN of \
+a generated C tree; default -j 5 in 64 MiB with 1 GiB of swap; -j takes a comma \
+list to sweep, e.g. -j 5,10,15) and `memhog` (default --mib 512 --passes 2 in 256 \
+MiB with 1 GiB). The default box applies when neither --mem nor --swap is given; \
+vmtrace's own options may also follow the workload's name. --repeat N runs each \
+configuration N times and ends with the seed mails' table (elapsed per run, mean, \
+stddev, min, max).\n\n\
 Ctrl-C (or SIGTERM/SIGHUP) is passed to the command and the report is still \
 printed; a second one kills the command. vmtrace exits with the command's exit \
 status (128+N if signal N killed it).",
         after_help = "Examples:\n  \
-sudo vmtrace run --mem 256M --swap 1G -- ./memhog --mib 512\n  \
-sudo vmtrace run --fault-latency -- ./my-benchmark\n  \
+sudo vmtrace run qsbench\n  \
+sudo vmtrace run qsbench -n 90000000 -p 1 -s 140175100 --mem 256M --swap 400M --repeat 3\n  \
+sudo vmtrace run build -j 5,10,15 --mem 64M --swap 1G --repeat 3\n  \
+sudo vmtrace run --mem 256M --swap 1G -- ./my-benchmark\n  \
 sudo vmtrace run --json -- make -j4 > report.json"
     )]
     Run(RunArgs),
