@@ -1,0 +1,129 @@
+//! Repeated and swept runs side by side: the table of the seed mails.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::RunReport;
+
+/// Repeated runs side by side, as the seed mails tabulate them: one row
+/// per run, one column per swept value (e.g. -j5, -j10, -j15), elapsed
+/// seconds (a failed run shows why), then mean, stddev, min and max of the
+/// runs that completed.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunsTable {
+    pub columns: Vec<RunsColumn>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunsColumn {
+    /// The swept value (`-j5`), or `elapsed` without a sweep.
+    pub label: String,
+    pub elapsed_s: Vec<Option<f64>>,
+    /// Why each failed run failed ("OOM", "exit 3", "signal 9").
+    pub failures: Vec<Option<String>>,
+    pub mean_s: Option<f64>,
+    pub stddev_s: Option<f64>,
+    pub min_s: Option<f64>,
+    pub max_s: Option<f64>,
+}
+
+impl RunsColumn {
+    pub fn of(label: &str, reports: &[&RunReport]) -> RunsColumn {
+        let failures: Vec<Option<String>> = reports
+            .iter()
+            .map(|r| match (r.exit.oom_killed, r.exit.code, r.exit.signal) {
+                (true, _, _) => Some("OOM".to_string()),
+                (false, Some(0), _) => None,
+                (false, Some(c), _) => Some(format!("exit {c}")),
+                (false, None, Some(s)) => Some(format!("signal {s}")),
+                _ => Some("unknown".to_string()),
+            })
+            .collect();
+        let elapsed_s: Vec<Option<f64>> = reports
+            .iter()
+            .zip(&failures)
+            .map(|(r, f)| f.is_none().then_some(r.usage.wall_s))
+            .collect();
+        let ok: Vec<f64> = elapsed_s.iter().flatten().copied().collect();
+        let n = ok.len() as f64;
+        let mean = (!ok.is_empty()).then(|| ok.iter().sum::<f64>() / n);
+        let stddev = mean
+            .filter(|_| ok.len() > 1)
+            .map(|m| (ok.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)).sqrt());
+        RunsColumn {
+            label: if label.is_empty() {
+                "elapsed s".into()
+            } else {
+                label.into()
+            },
+            mean_s: mean,
+            stddev_s: stddev,
+            min_s: ok.iter().copied().reduce(f64::min),
+            max_s: ok.iter().copied().reduce(f64::max),
+            elapsed_s,
+            failures,
+        }
+    }
+}
+
+impl RunsTable {
+    /// One column per (label, runs of that configuration).
+    pub fn of(columns: &[(String, Vec<&RunReport>)]) -> RunsTable {
+        RunsTable {
+            columns: columns.iter().map(|(l, r)| RunsColumn::of(l, r)).collect(),
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let mut head = format!("{:>8}", "run");
+        for c in &self.columns {
+            let _ = write!(head, " {:>10}", c.label);
+        }
+        let _ = writeln!(o, "{head}");
+        let rows = self
+            .columns
+            .iter()
+            .map(|c| c.elapsed_s.len())
+            .max()
+            .unwrap_or(0);
+        for i in 0..rows {
+            let mut line = format!("{:>8}", i + 1);
+            for c in &self.columns {
+                let cell = match (c.elapsed_s.get(i), c.failures.get(i)) {
+                    (Some(Some(e)), _) => format!("{e:.2}"),
+                    (_, Some(Some(f))) => f.clone(),
+                    _ => "-".into(),
+                };
+                let _ = write!(line, " {cell:>10}");
+            }
+            let _ = writeln!(o, "{line}");
+        }
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        type Stat = fn(&RunsColumn) -> Option<f64>;
+        let stats: [(&str, Stat); 4] = [
+            ("mean", |c| c.mean_s),
+            ("stddev", |c| c.stddev_s),
+            ("min", |c| c.min_s),
+            ("max", |c| c.max_s),
+        ];
+        for (name, get) in stats {
+            let mut line = format!("{name:>8}");
+            for c in &self.columns {
+                let _ = write!(line, " {:>10}", show(get(c)));
+            }
+            let _ = writeln!(o, "{line}");
+        }
+        let failed: usize = self
+            .columns
+            .iter()
+            .map(|c| c.failures.iter().flatten().count())
+            .sum();
+        let total: usize = self.columns.iter().map(|c| c.failures.len()).sum();
+        if failed > 0 {
+            let _ = writeln!(o, "{failed} of {total} runs failed");
+        }
+        o
+    }
+}
