@@ -1048,7 +1048,7 @@ fn repeat_runs_and_tabulates() {
     );
     // Two reports, each opening with csh's time line, then the table.
     assert_eq!(text.matches("pf+0w").count(), 2, "{text}");
-    assert!(text.contains("     run    elapsed s"), "{text}");
+    assert!(text.contains("     run  elapsed s"), "{text}");
     for row in [
         "       1 ",
         "       2 ",
@@ -1064,8 +1064,13 @@ fn repeat_runs_and_tabulates() {
         .expect("run vmtrace");
     let j = json_of(&out);
     assert_eq!(j["runs"].as_array().map(Vec::len), Some(2));
-    assert_eq!(j["summary"]["elapsed_s"].as_array().map(Vec::len), Some(2));
-    assert!(j["summary"]["mean_s"].as_f64().unwrap_or(0.0) > 0.0);
+    let column = &j["summary"]["columns"][0];
+    assert_eq!(
+        column["elapsed_s"].as_array().map(Vec::len),
+        Some(2),
+        "{column:#}"
+    );
+    assert!(column["mean_s"].as_f64().unwrap_or(0.0) > 0.0, "{column:#}");
 }
 
 /// `vmtrace run build -j 1,2 ...`: the generated tree really compiles at
