@@ -4,7 +4,7 @@
 //! Pure functions: no kernel access here.
 
 use serde::Serialize;
-use vmtrace_common::{Counter, Hist};
+use vmtrace_common::{Counter, Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 
 use crate::{
     collect::{KernelTotals, VmStat},
@@ -53,17 +53,8 @@ pub struct LruRowReport {
     pub node: u32,
     pub context: &'static str,
     pub lru: &'static str,
-    pub events: u64,
-    pub nr_scanned: u64,
-    pub nr_reclaimed: u64,
-    pub nr_dirty: u64,
-    pub nr_writeback: u64,
-    pub nr_congested: u64,
-    pub nr_immediate: u64,
-    pub nr_activate_anon: u64,
-    pub nr_activate_file: u64,
-    pub nr_ref_keep: u64,
-    pub nr_unmap_fail: u64,
+    #[serde(flatten)]
+    pub totals: LruShrinkInactive,
 }
 
 /// One row of `mm_vmscan_lru_shrink_active` totals.
@@ -72,11 +63,8 @@ pub struct LruActiveRowReport {
     pub node: u32,
     pub context: &'static str,
     pub lru: &'static str,
-    pub events: u64,
-    pub nr_taken: u64,
-    pub nr_active: u64,
-    pub nr_deactivated: u64,
-    pub nr_referenced: u64,
+    #[serde(flatten)]
+    pub totals: LruShrinkActive,
 }
 
 /// Counts per reclaim priority (index = priority, 12 = DEF_PRIORITY).
@@ -373,11 +361,8 @@ pub struct RunReport {
 pub struct IsolateRow {
     pub highest_zone_idx: u32,
     pub lru: u32,
-    pub events: u64,
-    pub nr_requested: u64,
-    pub nr_scanned: u64,
-    pub nr_skipped: u64,
-    pub nr_taken: u64,
+    #[serde(flatten)]
+    pub totals: LruIsolate,
 }
 
 /// One populated zone: the seed mails' question ("uneven pressure on
@@ -420,24 +405,11 @@ impl RunReport {
                 totals
                     .lru
                     .iter()
-                    .map(|r| {
-                        let t = &r.totals;
-                        LruRowReport {
-                            node: r.node,
-                            context: r.context.name(),
-                            lru: r.lru.name(),
-                            events: t.events,
-                            nr_scanned: t.nr_scanned,
-                            nr_reclaimed: t.nr_reclaimed,
-                            nr_dirty: t.nr_dirty,
-                            nr_writeback: t.nr_writeback,
-                            nr_congested: t.nr_congested,
-                            nr_immediate: t.nr_immediate,
-                            nr_activate_anon: t.nr_activate_anon,
-                            nr_activate_file: t.nr_activate_file,
-                            nr_ref_keep: t.nr_ref_keep,
-                            nr_unmap_fail: t.nr_unmap_fail,
-                        }
+                    .map(|r| LruRowReport {
+                        node: r.node,
+                        context: r.context.name(),
+                        lru: r.lru.name(),
+                        totals: r.totals,
                     })
                     .collect(),
             );
@@ -459,11 +431,7 @@ impl RunReport {
                         node: r.node,
                         context: r.context.name(),
                         lru: r.lru.name(),
-                        events: r.totals.events,
-                        nr_taken: r.totals.nr_taken,
-                        nr_active: r.totals.nr_active,
-                        nr_deactivated: r.totals.nr_deactivated,
-                        nr_referenced: r.totals.nr_referenced,
+                        totals: r.totals,
                     })
                     .collect(),
             );
@@ -500,11 +468,7 @@ impl RunReport {
                     .map(|(zone, lru, i)| IsolateRow {
                         highest_zone_idx: *zone,
                         lru: *lru,
-                        events: i.events,
-                        nr_requested: i.nr_requested,
-                        nr_scanned: i.nr_scanned,
-                        nr_skipped: i.nr_skipped,
-                        nr_taken: i.nr_taken,
+                        totals: *i,
                     })
                     .collect(),
             );
@@ -835,7 +799,7 @@ impl RunReport {
     pub fn lru_totals(&self) -> Option<(u64, u64)> {
         self.lru_shrink_inactive.as_ref().map(|rows| {
             rows.iter().fold((0, 0), |(s, r), row| {
-                (s + row.nr_scanned, r + row.nr_reclaimed)
+                (s + row.totals.nr_scanned, r + row.totals.nr_reclaimed)
             })
         })
     }

@@ -160,10 +160,10 @@ impl RunReport {
                     r.node,
                     r.context,
                     r.lru,
-                    r.events,
-                    r.nr_scanned,
-                    r.nr_reclaimed,
-                    pct(r.nr_reclaimed, r.nr_scanned)
+                    r.totals.events,
+                    r.totals.nr_scanned,
+                    r.totals.nr_reclaimed,
+                    pct(r.totals.nr_reclaimed, r.totals.nr_scanned)
                 )?;
             }
             let (s, r) = self.lru_totals().unwrap_or_default();
@@ -207,7 +207,12 @@ impl RunReport {
                 writeln!(
                     o,
                     "  {:<7} {:<4} {:>11} {:>11} {:>12} {:>12}",
-                    r.context, r.lru, r.nr_taken, r.nr_active, r.nr_deactivated, r.nr_referenced
+                    r.context,
+                    r.lru,
+                    r.totals.nr_taken,
+                    r.totals.nr_active,
+                    r.totals.nr_deactivated,
+                    r.totals.nr_referenced
                 )?;
             }
         }
@@ -588,18 +593,9 @@ fn write_kept_back(o: &mut String, rows: &[LruRowReport]) -> std::fmt::Result {
                 cols.len() - 1
             }
         };
-        let c = &mut cols[i];
-        c.nr_scanned += r.nr_scanned;
-        c.nr_dirty += r.nr_dirty;
-        c.nr_writeback += r.nr_writeback;
-        c.nr_congested += r.nr_congested;
-        c.nr_immediate += r.nr_immediate;
-        c.nr_activate_anon += r.nr_activate_anon;
-        c.nr_activate_file += r.nr_activate_file;
-        c.nr_ref_keep += r.nr_ref_keep;
-        c.nr_unmap_fail += r.nr_unmap_fail;
+        cols[i].totals += r.totals;
     }
-    cols.sort_by_key(|c| std::cmp::Reverse(c.nr_scanned));
+    cols.sort_by_key(|c| std::cmp::Reverse(c.totals.nr_scanned));
     cols.truncate(4);
     if cols.is_empty() {
         return Ok(());
@@ -612,14 +608,14 @@ fn write_kept_back(o: &mut String, rows: &[LruRowReport]) -> std::fmt::Result {
     writeln!(o, "{head}")?;
     type Get = fn(&LruRowReport) -> u64;
     let reasons: [(&str, Get); 8] = [
-        ("dirty", |c| c.nr_dirty),
-        ("writeback", |c| c.nr_writeback),
-        ("congested", |c| c.nr_congested),
-        ("immediate", |c| c.nr_immediate),
-        ("activated anon", |c| c.nr_activate_anon),
-        ("activated file", |c| c.nr_activate_file),
-        ("referenced kept", |c| c.nr_ref_keep),
-        ("unmap failed", |c| c.nr_unmap_fail),
+        ("dirty", |c| c.totals.nr_dirty),
+        ("writeback", |c| c.totals.nr_writeback),
+        ("congested", |c| c.totals.nr_congested),
+        ("immediate", |c| c.totals.nr_immediate),
+        ("activated anon", |c| c.totals.nr_activate_anon),
+        ("activated file", |c| c.totals.nr_activate_file),
+        ("referenced kept", |c| c.totals.nr_ref_keep),
+        ("unmap failed", |c| c.totals.nr_unmap_fail),
     ];
     for (name, get) in reasons {
         let mut line = format!("  {name:<16}");
