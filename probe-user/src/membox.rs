@@ -414,6 +414,78 @@ fn create_memcg(mounts: &CgroupMounts, name: &str, limit: u64) -> Result<Cgroup>
     )
 }
 
+/// Whether `vmtrace-<pid>` names a vmtrace that is no longer running.
+fn owner_is_gone(name: &str) -> bool {
+    let Some(pid) = name
+        .strip_prefix("vmtrace-")
+        .map(|rest| rest.trim_end_matches(".swap"))
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return false;
+    }
+    // Gone, or the pid now belongs to something else.
+    fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| !c.starts_with("vmtrace"))
+}
+
+/// Removes what a vmtrace that died (kill -9, OOM kill) left behind: its
+/// cgroups (killing what still runs in them) and its swapfiles. Returns
+/// what was removed, for a notice; errors are left for the next start.
+pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    let mounts = CgroupMounts::read().unwrap_or_default();
+    let roots = [
+        (mounts.v2.clone(), CgroupVersion::V2),
+        (mounts.v1_memory.clone(), CgroupVersion::V1),
+    ];
+    for (root, version) in roots {
+        let Some(root) = root else { continue };
+        let Ok(entries) = fs::read_dir(&root) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() && owner_is_gone(&name) {
+                // Dropping the handle kills the tasks and removes the dir.
+                drop(Cgroup {
+                    dir: e.path(),
+                    version,
+                });
+                if !e.path().exists() {
+                    removed.push(e.path().display().to_string());
+                }
+            }
+        }
+    }
+    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let active: Vec<String> = crate::swapdev::parse_proc_swaps(&swaps);
+    let mut files: Vec<PathBuf> = active.iter().map(PathBuf::from).collect();
+    if let Ok(entries) = fs::read_dir(swap_dir) {
+        files.extend(entries.flatten().map(|e| e.path()));
+    }
+    files.sort();
+    files.dedup();
+    for path in files {
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if !name.ends_with(".swap") || !owner_is_gone(&name) {
+            continue;
+        }
+        drop(Swapfile {
+            active: active.iter().any(|a| Path::new(a) == path),
+            path: path.clone(),
+            bytes: 0,
+        });
+        if !path.exists() {
+            removed.push(path.display().to_string());
+        }
+    }
+    removed
+}
+
 /// What the box saw, as reported.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct BoxReport {
@@ -431,6 +503,19 @@ pub struct BoxReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_names_are_those_of_dead_vmtraces() {
+        // Our own pid is alive and ours: never stale.
+        assert!(!owner_is_gone(&format!("vmtrace-{}", std::process::id())));
+        // Not vmtrace's naming: never touched.
+        assert!(!owner_is_gone("system.slice"));
+        assert!(!owner_is_gone("vmtrace-abc"));
+        // pid 1 is alive but is not vmtrace: its name is stale.
+        assert!(owner_is_gone("vmtrace-1.swap"));
+        // A pid beyond pid_max cannot be running.
+        assert!(owner_is_gone("vmtrace-4294967294"));
+    }
 
     #[test]
     fn finds_hybrid_and_unified_mounts() {

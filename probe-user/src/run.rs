@@ -17,7 +17,7 @@ use vmtrace_common::Target;
 
 use crate::{
     collect::{self, VmStat},
-    membox::{BoxSpec, MemBox},
+    membox::{self, BoxSpec, MemBox},
     privilege, probes,
     report::{Exit, RunReport, Unavailable, Usage, VmstatDelta, fmt_ns},
     sample, swapdev,
@@ -157,6 +157,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             "vmtrace: note: no swap is active: the command will be OOM-killed rather \
              than swap if it outgrows --mem {} (add --swap SIZE to swap)",
             crate::size::human(mem)
+        );
+    }
+
+    let stale = membox::clean_stale(&opts.spec.swap_dir);
+    if !stale.is_empty() {
+        eprintln!(
+            "vmtrace: removed what a vmtrace that died left behind: {}",
+            stale.join(", ")
         );
     }
 

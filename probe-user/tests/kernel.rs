@@ -1130,3 +1130,52 @@ fn build_sweep_compiles_and_tabulates() {
         r["usage"]["minor_faults"]
     );
 }
+
+/// kill -9 mid-run: the programs go with the process (fd-owned links),
+/// but the box stays, with the workload still in it. The next vmtrace
+/// removes it all and says so.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
+    let g = guard();
+    let mut child = run_memhog(
+        false,
+        &["--mem", "64M", "--swap", "256M"],
+        &["--mib", "96", "--passes", "100000"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn vmtrace");
+    let start = Instant::now();
+    while Leftovers::find().len() < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "box never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    child.kill().expect("kill -9 vmtrace");
+    child.wait().expect("reap vmtrace");
+    let left = Leftovers::find();
+    assert!(
+        left.len() >= 3,
+        "expected the dead run's box, found {left:?}"
+    );
+
+    let out = vmtrace(&["run", "--", "true"])
+        .output()
+        .expect("run vmtrace");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("removed what a vmtrace that died left behind"),
+        "{err}"
+    );
+    for path in &left {
+        assert!(err.contains(path.as_str()), "{path} not reported: {err}");
+    }
+    assert_eq!(Leftovers::find(), Vec::<String>::new());
+    drop(g);
+}
