@@ -140,6 +140,17 @@ fn run_memhog(json: bool, options: &[&str], hog_args: &[&str]) -> Command {
     c
 }
 
+/// Runs vmtrace, requires it to succeed, and returns its JSON report.
+fn json_ok(cmd: &mut Command) -> Value {
+    let out = cmd.output().expect("run vmtrace");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -609,15 +620,11 @@ fn missing_tracepoint_disables_only_its_metric() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn fault_latency_counts_match_rusage() {
     let _g = guard();
-    let out = run_memhog(true, &["--fault-latency"], &["--mib", "64"])
-        .output()
-        .expect("run vmtrace");
-    let r = json_of(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let r = json_ok(&mut run_memhog(
+        true,
+        &["--fault-latency"],
+        &["--mib", "64"],
+    ));
     assert!(
         r["unavailable"].as_array().is_some_and(|a| a.is_empty()),
         "{r:#}"
@@ -830,25 +837,19 @@ fn per_process_faults_add_up_to_rusage() {
         "{h} --mib 160 --seed 2 & {h} --mib 96 --seed 3; wait",
         h = hog.display()
     );
-    let out = vmtrace(&[
-        "run",
-        "--json",
-        "--progress",
-        "0",
-        "--mem",
-        "96M",
-        "--swap",
-        "512M",
-        "--",
-    ])
-    .args(["bash", "-c", &script])
-    .output()
-    .expect("run vmtrace");
-    let r = json_of(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let r = json_ok(
+        vmtrace(&[
+            "run",
+            "--json",
+            "--progress",
+            "0",
+            "--mem",
+            "96M",
+            "--swap",
+            "512M",
+            "--",
+        ])
+        .args(["bash", "-c", &script]),
     );
     let p = &r["faults"]["processes"];
     let top = p["top"].as_array().expect("top");
@@ -887,15 +888,7 @@ fn isolate_scanned(r: &Value, lists: &[u64]) -> u64 {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn page_alloc_per_zone_matches_pgalloc() {
     let _g = guard();
-    let out = run_memhog(true, &["--page-alloc"], &["--mib", "256"])
-        .output()
-        .expect("run vmtrace");
-    let r = json_of(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let r = json_ok(&mut run_memhog(true, &["--page-alloc"], &["--mib", "256"]));
     let zones = r["zones"].as_array().expect("zones");
     let total: u64 = zones
         .iter()
