@@ -41,12 +41,21 @@ static PROCESS_FAULTS: LruHashMap<u32, ProcFaults> = LruHashMap::with_max_entrie
 #[map]
 static FAULT_START: LruHashMap<u32, u64> = LruHashMap::with_max_entries(MAX_TASKS_IN_FAULT, 0);
 
+/// 1 when fault latency is on (written by userspace at load time). Read
+/// from frozen .rodata, so the verifier prunes the timing code from the
+/// major-fault program when it is off: no map lookup per major fault.
+#[unsafe(no_mangle)]
+static FAULT_LATENCY: u32 = 0;
+
 #[perf_event]
 pub fn major_fault(_ctx: PerfEventContext) -> u32 {
     count(Counter::MajorFaultsAll, 1);
     if in_target() {
         count(Counter::MajorFaultsTarget, 1);
-        close(Hist::MajorFault);
+        // SAFETY: a plain read of a read-only global.
+        if unsafe { core::ptr::read_volatile(&FAULT_LATENCY) } != 0 {
+            close(Hist::MajorFault);
+        }
     }
     0
 }

@@ -697,6 +697,8 @@ pub struct Layout {
     pub target: Target,
     pub swap: SwapExtents,
     pub zones: ZoneSpans,
+    /// Fault latency on: the major-fault program also times faults.
+    pub fault_latency: bool,
 }
 
 pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
@@ -705,6 +707,7 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         .override_global(names::TARGET, &layout.target, true)
         .override_global(names::SWAP_EXTENTS, &layout.swap, true)
         .override_global(names::ZONE_SPANS, &layout.zones, true)
+        .override_global(names::FAULT_LATENCY, &u32::from(layout.fault_latency), true)
         .load(OBJECT)
         .context("loading vmtrace's eBPF object into the kernel failed")?;
     // The logger owns the log ring buffer's fd: it must outlive loading.

@@ -218,6 +218,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         target,
         swap: swap_layout.to_global(),
         zones: sample::zone_spans(&zones),
+        fault_latency: plan.is_enabled("fault_latency"),
     };
     let mut probes = probes::attach(plan, &layout)?;
     let mut unavailable: Vec<Unavailable> = probes

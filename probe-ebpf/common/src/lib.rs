@@ -599,6 +599,7 @@ pub mod names {
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
     pub const TARGET: &str = "TARGET";
+    pub const FAULT_LATENCY: &str = "FAULT_LATENCY";
 }
 
 /// Field-by-field sums, for adding up per-CPU cells (userspace) without
