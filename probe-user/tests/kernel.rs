@@ -140,6 +140,18 @@ fn run_memhog(json: bool, options: &[&str], hog_args: &[&str]) -> Command {
     c
 }
 
+/// Runs vmtrace, requires it to succeed, and returns its text output.
+fn text_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run vmtrace");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 /// Runs vmtrace, requires it to succeed, and returns its JSON report.
 fn json_ok(cmd: &mut Command) -> Value {
     let out = cmd.output().expect("run vmtrace");
@@ -436,19 +448,11 @@ fn oom_kill_is_reported_with_its_victim() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn text_report_has_histograms_and_fits_a_mail() {
     let _g = guard();
-    let out = run_memhog(
+    let text = text_ok(&mut run_memhog(
         false,
         &["--mem", "64M", "--swap", "512M"],
         &["--mib", "160"],
-    )
-    .output()
-    .expect("run vmtrace");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ));
     assert!(text.contains("memcg reclaim: "), "{text}");
     assert!(text.contains("p99.9"), "{text}");
     assert!(text.contains("|@"), "{text}");
@@ -652,6 +656,16 @@ fn fault_latency_counts_match_rusage() {
     assert_eq!(times[0]["pid"], r["pid"]);
     let per_process: u64 = times.iter().map(|t| t["minor"].as_u64().unwrap_or(0)).sum();
     assert_eq!(per_process, timed, "{times:?}");
+    // Under pressure, every major fault of the command is timed too (the
+    // major-fault program times only when fault latency is on).
+    let r = json_ok(&mut run_memhog(
+        true,
+        &["--fault-latency", "--mem", "64M", "--swap", "256M"],
+        &["--mib", "96"],
+    ));
+    let major = r["faults"]["major_target"].as_u64().unwrap_or(0);
+    assert!(major > 1000, "{major}");
+    assert_eq!(r["faults"]["major_latency"]["count"].as_u64(), Some(major));
 }
 
 /// `vmtrace probes` agrees with the live tracefs: a tracepoint it calls
@@ -1026,19 +1040,11 @@ fn bundled_workload_refuses_a_box_too_small() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn repeat_runs_and_tabulates() {
     let _g = guard();
-    let out = run_memhog(
+    let text = text_ok(&mut run_memhog(
         false,
         &["--repeat", "2", "--mem", "64M", "--swap", "256M"],
         &["--mib", "96"],
-    )
-    .output()
-    .expect("run vmtrace");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ));
     // Two reports, each opening with csh's time line, then the table.
     assert_eq!(text.matches("pf+0w").count(), 2, "{text}");
     assert!(text.contains("     run  elapsed s"), "{text}");
@@ -1074,7 +1080,7 @@ fn repeat_runs_and_tabulates() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn build_sweep_compiles_and_tabulates() {
     let _g = guard();
-    let out = vmtrace(&[
+    let text = text_ok(&mut vmtrace(&[
         "run",
         "build",
         "-j",
@@ -1087,15 +1093,7 @@ fn build_sweep_compiles_and_tabulates() {
         "512M",
         "--progress",
         "0",
-    ])
-    .output()
-    .expect("run vmtrace");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     assert_eq!(text.matches("exited with status 0").count(), 2, "{text}");
     assert!(text.contains("     run        -j1        -j2"), "{text}");
     assert!(text.contains("    mean "), "{text}");
