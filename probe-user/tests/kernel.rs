@@ -665,7 +665,13 @@ fn fault_latency_counts_match_rusage() {
     ));
     let major = r["faults"]["major_target"].as_u64().unwrap_or(0);
     assert!(major > 1000, "{major}");
-    assert_eq!(r["faults"]["major_latency"]["count"].as_u64(), Some(major));
+    // A fault taken from kernel mode (copy_to_user) raises the perf event
+    // without a page_fault_user entry stamp: counted, not timed.
+    let timed = r["faults"]["major_latency"]["count"].as_u64().unwrap_or(0);
+    assert!(
+        timed <= major && within(timed, major, 0.01),
+        "{timed} of {major}"
+    );
 }
 
 /// `vmtrace probes` agrees with the live tracefs: a tracepoint it calls
