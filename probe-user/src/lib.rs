@@ -5,10 +5,12 @@
 pub mod btf;
 pub mod cli;
 pub mod collect;
+pub mod export;
 pub mod histogram;
 pub mod membox;
 pub mod privilege;
 pub mod probes;
+pub mod recording;
 pub mod report;
 pub mod run;
 pub mod sample;

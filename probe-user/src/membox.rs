@@ -18,7 +18,7 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::size::human;
 
@@ -36,7 +36,7 @@ pub struct BoxSpec {
     pub swap_dir: PathBuf,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CgroupVersion {
     V1,
@@ -346,6 +346,16 @@ impl MemBox {
         }
     }
 
+    /// Memory charged to the box now (None: no memory cgroup).
+    pub fn usage_bytes(&self) -> Option<u64> {
+        let cg = self.memcg.as_ref()?;
+        let file = match cg.version {
+            CgroupVersion::V2 => "memory.current",
+            CgroupVersion::V1 => "memory.usage_in_bytes",
+        };
+        cg.read(file).and_then(|s| s.trim().parse().ok())
+    }
+
     /// What the memory cgroup says about the run; read before teardown.
     pub fn report(&self) -> BoxReport {
         let mut r = BoxReport {
@@ -487,7 +497,7 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
 }
 
 /// What the box saw, as reported.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BoxReport {
     pub name: String,
     pub cgroup_version: Option<CgroupVersion>,

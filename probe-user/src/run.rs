@@ -17,6 +17,7 @@ use vmtrace_common::Target;
 
 use crate::{
     collect::{self, VmStat},
+    histogram,
     membox::{self, BoxSpec, MemBox},
     privilege, probes,
     report::{Exit, RunReport, Unavailable, Usage, VmstatDelta, fmt_ns},
@@ -263,6 +264,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         vmstat_start: &before,
         psi_start: sample::read_psi(),
         samples: Vec::new(),
+        hists_before: Vec::new(),
     };
     let waited = rt.block_on(wait(pid, &mut signals, &mut watch))?;
     swap_layout.wait_idle(Duration::from_secs(2));
@@ -451,6 +453,8 @@ struct Watch<'a> {
     vmstat_start: &'a VmStat,
     psi_start: Option<sample::Psi>,
     samples: Vec<sample::Sample>,
+    /// Each kernel histogram's counts at the previous sample.
+    hists_before: Vec<Vec<u64>>,
 }
 
 impl Watch<'_> {
@@ -458,12 +462,24 @@ impl Watch<'_> {
         self.probes.drain_oom();
         self.probes.flush_log();
         if let Ok(t) = collect::read(self.probes) {
-            self.samples.push(sample::Sample::take(
-                t_s,
-                &t,
-                self.vmstat_start,
-                self.psi_start,
-            ));
+            let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
+            s.box_bytes = self.membox.usage_bytes();
+            for h in vmtrace_common::Hist::ALL {
+                let now = t.hist(h);
+                let before = self.hists_before.get(h as usize).map_or(&[][..], |v| v);
+                let step = histogram::delta(now, before);
+                if step.iter().any(|&n| n > 0) {
+                    s.hists.insert(
+                        h.name().into(),
+                        histogram::encode(&histogram::to_hdr(&step)),
+                    );
+                }
+            }
+            self.hists_before = vmtrace_common::Hist::ALL
+                .iter()
+                .map(|&h| t.hist(h).to_vec())
+                .collect();
+            self.samples.push(s);
         }
     }
 

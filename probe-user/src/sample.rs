@@ -3,13 +3,13 @@
 //! pages against its watermarks (/proc/zoneinfo), so a report can show how
 //! pressure evolved and how long each zone spent below its watermarks.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vmtrace_common::Counter;
 
 use crate::collect::{KernelTotals, VmStat};
 
 /// One zone's free pages and watermarks (pages), from /proc/zoneinfo.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ZoneSample {
     pub node: u32,
     pub zone: String,
@@ -91,7 +91,7 @@ pub fn zone_spans(zones: &[ZoneSample]) -> vmtrace_common::ZoneSpans {
 }
 
 /// PSI memory totals (microseconds some/full tasks stalled on memory).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Psi {
     pub some_us: u64,
     pub full_us: u64,
@@ -115,7 +115,7 @@ pub fn parse_psi(text: &str) -> Option<Psi> {
 
 /// One snapshot. Counters are cumulative since the command started, so
 /// a view takes differences between snapshots.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Sample {
     /// Seconds since the command started.
     pub t_s: f64,
@@ -135,6 +135,17 @@ pub struct Sample {
     /// None when PSI is off.
     pub psi: Option<Psi>,
     pub zones: Vec<ZoneSample>,
+    /// System-wide page faults (pgfault) since the start.
+    #[serde(default)]
+    pub pgfault: u64,
+    /// Memory charged to the box (memory.current / usage_in_bytes).
+    #[serde(default)]
+    pub box_bytes: Option<u64>,
+    /// Each latency histogram's values in the step that ends here (not
+    /// cumulative), by histogram name, HdrHistogram V2 deflate base64;
+    /// histograms with no value in the step are left out.
+    #[serde(default)]
+    pub hists: std::collections::BTreeMap<String, String>,
 }
 
 impl Sample {
@@ -174,6 +185,9 @@ impl Sample {
             pswpin: d.get("pswpin"),
             pswpout: d.get("pswpout"),
             pgmajfault: d.get("pgmajfault"),
+            pgfault: d.get("pgfault"),
+            box_bytes: None,
+            hists: Default::default(),
             allocstall,
             psi,
             zones: std::fs::read_to_string("/proc/zoneinfo")

@@ -218,6 +218,9 @@ pub struct Bundled {
     /// A flag that `vmtrace run` may be given a comma list for, to sweep
     /// (`build -j 5,10,15`): one column of runs per value.
     pub sweep_flag: Option<&'static str>,
+    /// The seed these arguments (argv[0] included) run with, defaults
+    /// applied: recordings name it so that a run can be repeated exactly.
+    pub seed: fn(Vec<OsString>) -> Option<u64>,
 }
 
 /// Every bundled workload.
@@ -232,6 +235,11 @@ pub const BUNDLED: &[Bundled] = &[
         default_swap: 2 << 30,
         min_mem: 16 << 20,
         sweep_flag: None,
+        seed: |a| {
+            QsbenchArgs::try_parse_from(a)
+                .ok()
+                .map(|a| u64::from(a.seed))
+        },
     },
     Bundled {
         name: "memhog",
@@ -241,6 +249,7 @@ pub const BUNDLED: &[Bundled] = &[
         default_swap: 1 << 30,
         min_mem: 16 << 20,
         sweep_flag: None,
+        seed: |a| MemhogArgs::try_parse_from(a).ok().map(|a| a.seed),
     },
     Bundled {
         name: "build",
@@ -251,6 +260,7 @@ pub const BUNDLED: &[Bundled] = &[
         default_swap: 1 << 30,
         min_mem: 32 << 20,
         sweep_flag: Some("-j"),
+        seed: |a| BuildArgs::try_parse_from(a).ok().map(|a| a.seed),
     },
 ];
 

@@ -59,6 +59,39 @@ impl Hist {
         Hist::SwapRead,
     ];
     pub const COUNT: u32 = Self::ALL.len() as u32;
+
+    /// The histogram's name in recordings, exports (hlog tags, CSV) and
+    /// JSON: the kernel's words, snake case.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Hist::DirectReclaim => "direct_reclaim",
+            Hist::MemcgReclaim => "memcg_reclaim",
+            Hist::MinorFault => "minor_fault",
+            Hist::MajorFault => "major_fault",
+            Hist::KswapdAwake => "kswapd_awake",
+            Hist::SlabShrink => "slab_shrink",
+            Hist::Throttle => "throttle",
+            Hist::Compaction => "compaction",
+            Hist::SwapWrite => "swap_write",
+            Hist::SwapRead => "swap_read",
+        }
+    }
+
+    /// What one value of the histogram is, for titles and legends.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Hist::DirectReclaim => "direct reclaim stall",
+            Hist::MemcgReclaim => "memcg reclaim stall",
+            Hist::MinorFault => "minor fault",
+            Hist::MajorFault => "major fault",
+            Hist::KswapdAwake => "kswapd awake period",
+            Hist::SlabShrink => "slab shrinker call",
+            Hist::Throttle => "reclaim throttle wait",
+            Hist::Compaction => "compaction run",
+            Hist::SwapWrite => "swap write request",
+            Hist::SwapRead => "swap read request",
+        }
+    }
 }
 
 /// A scalar event counter kept in the kernel (index into `COUNTERS`).
@@ -228,7 +261,7 @@ pub const LRU_LISTS: u32 = 5;
 /// index the reclaim may take pages from, LRU list).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
+#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
 pub struct LruIsolate {
     pub events: u64,
     pub nr_requested: u64,
@@ -327,7 +360,7 @@ pub const fn priority_cell(ctx: ReclaimContext, priority: u32) -> u32 {
 /// LRU type. Names are the tracepoint's own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
+#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
 pub struct LruShrinkInactive {
     pub events: u64,
     pub nr_scanned: u64,
@@ -345,7 +378,7 @@ pub struct LruShrinkInactive {
 /// One cell of `LRU_SHRINK_ACTIVE` (`mm_vmscan_lru_shrink_active`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
+#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
 pub struct LruShrinkActive {
     pub events: u64,
     pub nr_taken: u64,

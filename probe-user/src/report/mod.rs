@@ -3,7 +3,7 @@
 //! ASCII, at most 72 columns) or as JSON; `runs` tabulates repeated runs.
 //! Pure functions: no kernel access here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vmtrace_common::{Counter, Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 
 use crate::{
@@ -13,7 +13,7 @@ use crate::{
 };
 
 /// How the traced command ended.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Exit {
     /// Exit code when it exited normally.
     pub code: Option<i32>,
@@ -26,7 +26,7 @@ pub struct Exit {
 }
 
 /// The kernel's resource usage of the command and its waited-for children.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub wall_s: f64,
     pub user_s: f64,
@@ -39,7 +39,7 @@ pub struct Usage {
     pub out_blocks: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReclaimReport {
     /// Stall time of each reclaim a target task entered.
     pub stalls: Summary,
@@ -48,41 +48,41 @@ pub struct ReclaimReport {
 
 /// One (node, context, LRU type) row of `mm_vmscan_lru_shrink_inactive`
 /// totals; field names are the tracepoint's.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LruRowReport {
     pub node: u32,
-    pub context: &'static str,
-    pub lru: &'static str,
+    pub context: String,
+    pub lru: String,
     #[serde(flatten)]
     pub totals: LruShrinkInactive,
 }
 
 /// One row of `mm_vmscan_lru_shrink_active` totals.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LruActiveRowReport {
     pub node: u32,
-    pub context: &'static str,
-    pub lru: &'static str,
+    pub context: String,
+    pub lru: String,
     #[serde(flatten)]
     pub totals: LruShrinkActive,
 }
 
 /// Counts per reclaim priority (index = priority, 12 = DEF_PRIORITY).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PriorityRow {
-    pub context: &'static str,
+    pub context: String,
     pub counts: Vec<u64>,
 }
 
 /// Reclaims of target tasks per allocation order (last: that and above).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OrderRow {
-    pub context: &'static str,
+    pub context: String,
     pub counts: Vec<u64>,
 }
 
 /// A process and the time it spent stalled in reclaim.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StallerReport {
     pub pid: u32,
     pub comm: String,
@@ -94,7 +94,7 @@ pub struct StallerReport {
 }
 
 /// Folios reclaim wrote out (`mm_vmscan_write_folio`).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SwapOutReport {
     /// Anon folios: swap-out.
     pub anon_folios: u64,
@@ -103,7 +103,7 @@ pub struct SwapOutReport {
 }
 
 /// Slab shrinking (every task: kswapd and reclaimers alike).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SlabReport {
     /// Duration of each shrinker call.
     pub calls: Summary,
@@ -111,7 +111,7 @@ pub struct SlabReport {
 }
 
 /// Reclaim throttling of the target's tasks.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ThrottleReport {
     /// Time each throttling put a target task to sleep.
     pub delays: Summary,
@@ -124,7 +124,7 @@ pub struct ThrottleReport {
 }
 
 /// Compaction runs of the target's tasks.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CompactionReport {
     pub runs: Summary,
     /// Compaction runs of every task (kcompactd and proactive included).
@@ -132,7 +132,7 @@ pub struct CompactionReport {
 }
 
 /// kswapd over the run, system-wide (kswapd works for every task).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct KswapdReport {
     pub nodes: Vec<KswapdNodeReport>,
     /// Completed awake periods (wake to sleep), every node.
@@ -145,7 +145,7 @@ pub struct KswapdReport {
     pub wakers: Vec<NameCount>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct KswapdNodeReport {
     pub node: u32,
     pub wakes: u64,
@@ -155,21 +155,21 @@ pub struct KswapdNodeReport {
     pub cpu_s: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ZoneCount {
     pub node: u32,
     pub zone: String,
     pub count: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NameCount {
     pub name: String,
     pub count: u64,
 }
 
 /// Block I/O to and from the swap areas.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SwapIoReport {
     /// The swap areas whose requests were timed.
     pub areas: Vec<String>,
@@ -182,7 +182,7 @@ pub struct SwapIoReport {
 }
 
 /// One OOM victim (`oom:mark_victim`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OomVictimReport {
     /// Seconds after the command started.
     pub time_s: f64,
@@ -196,7 +196,7 @@ pub struct OomVictimReport {
     pub shmem_rss_kb: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FaultReport {
     /// Major faults of every task while tracing (eBPF).
     pub major_all: Option<u64>,
@@ -215,7 +215,7 @@ pub struct FaultReport {
     pub processes: Option<ProcessFaultTotals>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ProcessFaultTotals {
     pub processes: u64,
     pub threads: u64,
@@ -225,7 +225,7 @@ pub struct ProcessFaultTotals {
     pub top: Vec<ProcessFaults>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProcessFaultTime {
     pub pid: u32,
     /// Name at exit (from the fault counts), when known.
@@ -237,7 +237,7 @@ pub struct ProcessFaultTime {
     pub max_ns: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProcessFaults {
     pub pid: u32,
     pub comm: String,
@@ -248,7 +248,7 @@ pub struct ProcessFaults {
 
 /// /proc/vmstat deltas over the traced window: the kernel's own view,
 /// printed next to vmtrace's so that a reader can check one with the other.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct VmstatDelta {
     pub pgscan: u64,
     pub pgsteal: u64,
@@ -287,7 +287,7 @@ impl VmstatDelta {
 }
 
 /// Events the probes could not account for; all zero in a sound run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Dropped {
     pub reclaim_start_map_full: u64,
     pub reclaim_end_without_begin: u64,
@@ -303,13 +303,13 @@ pub struct Dropped {
     pub program_misses: Vec<(String, u64)>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Unavailable {
     pub metric: String,
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunReport {
     pub vmtrace_version: String,
     pub kernel_release: String,
@@ -357,7 +357,7 @@ pub struct RunReport {
     pub timeline: Vec<crate::sample::Sample>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IsolateRow {
     pub highest_zone_idx: u32,
     pub lru: u32,
@@ -367,7 +367,7 @@ pub struct IsolateRow {
 
 /// One populated zone: the seed mails' question ("uneven pressure on
 /// normal and DMA zones") in numbers.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ZoneRow {
     pub node: u32,
     pub zone: String,
@@ -388,6 +388,39 @@ pub struct ZoneRow {
 }
 
 impl RunReport {
+    /// Every latency histogram the run has, with the kernel histogram it
+    /// came from (its name is the tag in exports).
+    pub fn histograms(&self) -> Vec<(Hist, &Summary)> {
+        let candidates: [(Hist, Option<&Summary>); 10] = [
+            (
+                Hist::DirectReclaim,
+                self.direct_reclaim.as_ref().map(|r| &r.stalls),
+            ),
+            (
+                Hist::MemcgReclaim,
+                self.memcg_reclaim.as_ref().map(|r| &r.stalls),
+            ),
+            (Hist::MinorFault, self.faults.minor_latency.as_ref()),
+            (Hist::MajorFault, self.faults.major_latency.as_ref()),
+            (
+                Hist::KswapdAwake,
+                self.kswapd.as_ref().and_then(|k| k.awake_periods.as_ref()),
+            ),
+            (
+                Hist::SlabShrink,
+                self.slab_shrink.as_ref().map(|r| &r.calls),
+            ),
+            (Hist::Throttle, self.throttle.as_ref().map(|r| &r.delays)),
+            (Hist::Compaction, self.compaction.as_ref().map(|r| &r.runs)),
+            (Hist::SwapWrite, self.swap_io.as_ref().map(|r| &r.write)),
+            (Hist::SwapRead, self.swap_io.as_ref().map(|r| &r.read)),
+        ];
+        candidates
+            .into_iter()
+            .filter_map(|(h, s)| Some((h, s?)))
+            .collect()
+    }
+
     /// Fills the eBPF-derived sections; `enabled` says which metrics ran.
     pub fn add_kernel_totals(&mut self, totals: &KernelTotals, enabled: &dyn Fn(&str) -> bool) {
         let reclaim = |h: Hist, pages: Counter| ReclaimReport {
@@ -407,8 +440,8 @@ impl RunReport {
                     .iter()
                     .map(|r| LruRowReport {
                         node: r.node,
-                        context: r.context.name(),
-                        lru: r.lru.name(),
+                        context: r.context.name().into(),
+                        lru: r.lru.name().into(),
                         totals: r.totals,
                     })
                     .collect(),
@@ -417,7 +450,7 @@ impl RunReport {
                 .priority
                 .iter()
                 .map(|(c, counts)| PriorityRow {
-                    context: c.name(),
+                    context: c.name().into(),
                     counts: counts.clone(),
                 })
                 .collect();
@@ -429,8 +462,8 @@ impl RunReport {
                     .iter()
                     .map(|r| LruActiveRowReport {
                         node: r.node,
-                        context: r.context.name(),
-                        lru: r.lru.name(),
+                        context: r.context.name().into(),
+                        lru: r.lru.name().into(),
                         totals: r.totals,
                     })
                     .collect(),
@@ -440,7 +473,7 @@ impl RunReport {
             .order
             .iter()
             .map(|(c, counts)| OrderRow {
-                context: c.name(),
+                context: c.name().into(),
                 counts: counts.clone(),
             })
             .collect();

@@ -586,8 +586,8 @@ fn write_kept_back(o: &mut String, rows: &[LruRowReport]) -> std::fmt::Result {
             Some(i) => i,
             None => {
                 cols.push(LruRowReport {
-                    context: r.context,
-                    lru: r.lru,
+                    context: r.context.clone(),
+                    lru: r.lru.clone(),
                     ..Default::default()
                 });
                 cols.len() - 1
