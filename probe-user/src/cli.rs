@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 
 use crate::{
     membox::BoxSpec,
-    report::RunReport,
+    recording::{Environment, RecordedRun, Recording},
+    report::{RunReport, RunsTable},
     run::{RunOptions, run},
     size::parse_size,
 };
@@ -139,9 +140,20 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
 
-    /// Seconds between progress lines on stderr; 0 turns them off
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub progress: u64,
+    /// Write the recording to PATH [default:
+    /// ./vmtrace-WORKLOAD-KERNEL-UTCTIME.vmtrace.json]
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// Progress on stderr: a status line rewritten in place (tty), a line
+    /// every 10 s (plain), or none; auto picks tty on a terminal
+    #[arg(long, value_name = "MODE", default_value = "auto",
+          value_parser = ["auto", "tty", "plain", "none"])]
+    pub progress: String,
+
+    /// No progress output (the same as --progress none)
+    #[arg(short, long)]
+    pub quiet: bool,
 
     /// The command to trace, and its arguments (after --)
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
@@ -151,67 +163,7 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
-        Commands::Run(args) => {
-            let opts = RunOptions {
-                command: args.command,
-                label: None,
-                spec: BoxSpec {
-                    mem_limit: args.mem,
-                    swap: args.swap,
-                    swap_dir: args.swap_dir,
-                },
-                fault_latency: args.fault_latency,
-                page_alloc: args.page_alloc,
-                progress: (args.progress > 0).then(|| Duration::from_secs(args.progress)),
-                interval: Duration::from_secs_f64(args.interval),
-            };
-            let configs = crate::run::sweep(&opts)?;
-            let total = configs.len() * args.repeat as usize;
-            let mut columns: Vec<(String, Vec<RunReport>)> = Vec::new();
-            let mut exit_code = 0;
-            let mut n = 0;
-            for (label, opts) in &configs {
-                let mut reports = Vec::new();
-                for _ in 0..args.repeat {
-                    n += 1;
-                    if total > 1 {
-                        eprintln!("vmtrace: run {n} of {total} {label}");
-                    }
-                    let outcome = run(opts)?;
-                    if !args.json {
-                        print!("{}", outcome.report.to_text());
-                        if total > 1 {
-                            println!();
-                        }
-                    }
-                    if outcome.exit_code != 0 {
-                        exit_code = outcome.exit_code;
-                    }
-                    reports.push(outcome.report);
-                }
-                columns.push((label.clone(), reports));
-            }
-            let refs: Vec<(String, Vec<&RunReport>)> = columns
-                .iter()
-                .map(|(l, r)| (l.clone(), r.iter().collect()))
-                .collect();
-            let table = crate::report::RunsTable::of(&refs);
-            if args.json {
-                let json = if total > 1 {
-                    let runs: Vec<&RunReport> = columns.iter().flat_map(|(_, r)| r).collect();
-                    serde_json::json!({ "runs": runs, "summary": table })
-                } else {
-                    serde_json::to_value(&columns[0].1[0]).unwrap_or_default()
-                };
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json).unwrap_or_default()
-                );
-            } else if total > 1 {
-                print!("{}", table.to_text());
-            }
-            Ok(exit_code)
-        }
+        Commands::Run(args) => run_command(args),
         Commands::Workload { name, args } => {
             let Some(b) = vmtrace_workloads::cli::bundled(&name) else {
                 anyhow::bail!("no bundled workload named {name}");
@@ -243,6 +195,143 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
+/// `vmtrace run`: every configuration of a sweep, `--repeat` times each;
+/// a report per run, the runs table, and the recording, rewritten after
+/// each run so that an interruption keeps every finished run.
+fn run_command(args: RunArgs) -> Result<i32> {
+    use std::io::IsTerminal;
+    let progress = if args.quiet {
+        crate::run::Progress::Quiet
+    } else {
+        crate::run::Progress::from_mode(&args.progress, std::io::stderr().is_terminal())
+    };
+    let opts = RunOptions {
+        command: args.command,
+        label: None,
+        spec: BoxSpec {
+            mem_limit: args.mem,
+            swap: args.swap,
+            swap_dir: args.swap_dir,
+        },
+        fault_latency: args.fault_latency,
+        page_alloc: args.page_alloc,
+        progress,
+        interval: Duration::from_secs_f64(args.interval),
+    };
+    let configs = crate::run::sweep(&opts)?;
+    let mut workload = crate::run::workload_of(&configs[0].1);
+    workload.arguments = crate::run::workload_of(&opts).arguments;
+    let path = args.output.clone().unwrap_or_else(|| {
+        Recording::default_path(
+            &workload.name,
+            &crate::run::kernel_release(),
+            std::time::SystemTime::now(),
+        )
+    });
+    check_writable(&path)?;
+    let owner = crate::recording::sudo_owner();
+    let mut recording = Recording::new(workload, Environment::capture());
+    let total = configs.len() * args.repeat as usize;
+    let mut exit_code = 0;
+    let mut n = 0;
+    'configs: for (label, opts) in &configs {
+        for _ in 0..args.repeat {
+            n += 1;
+            if total > 1 {
+                eprintln!("vmtrace: run {n} of {total} {label}");
+            }
+            let outcome = match run(opts) {
+                Ok(o) => o,
+                Err(e) => {
+                    if !recording.runs.is_empty() {
+                        recording.mark_incomplete(&format!("run {n} of {total} failed: {e:#}"));
+                        recording.write(&path, owner)?;
+                        eprintln!(
+                            "vmtrace: recording of the {} finished run(s) written to {}",
+                            recording.runs.len(),
+                            path.display()
+                        );
+                    }
+                    return Err(e);
+                }
+            };
+            if !args.json {
+                print!("{}", outcome.report.to_text());
+                if total > 1 {
+                    println!();
+                }
+            }
+            if outcome.exit_code != 0 {
+                exit_code = outcome.exit_code;
+            }
+            let interrupted = outcome.report.exit.interrupted;
+            recording.runs.push(RecordedRun {
+                label: label.clone(),
+                report: outcome.report,
+            });
+            if interrupted {
+                recording.mark_incomplete(&format!("interrupted during run {n} of {total}"));
+            }
+            recording.write(&path, owner)?;
+            if interrupted {
+                break 'configs;
+            }
+        }
+    }
+    let table = RunsTable::of_recording(&recording);
+    if args.json {
+        let json = if total > 1 {
+            let runs: Vec<&RunReport> = recording.runs.iter().map(|r| &r.report).collect();
+            serde_json::json!({ "runs": runs, "summary": table })
+        } else {
+            serde_json::to_value(&recording.runs[0].report).unwrap_or_default()
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else if total > 1 {
+        print!("{}", table.to_text());
+    }
+    eprintln!("vmtrace: recording written to {}", path.display());
+    Ok(exit_code)
+}
+
+/// Refuses, before anything runs, a recording path vmtrace could not
+/// write: its directory missing, not a directory, or not writable.
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if path.is_dir() {
+        anyhow::bail!(
+            "-o {}: that is a directory; give a file name, like {}/run.{}",
+            path.display(),
+            path.display(),
+            crate::recording::EXTENSION
+        );
+    }
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "cannot write the recording to {}: directory {} does not exist; create it or choose another path with -o",
+            path.display(),
+            dir.display()
+        );
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| anyhow::anyhow!("-o {}: the path has a NUL byte", path.display()))?;
+    // SAFETY: access() on a valid NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        anyhow::bail!(
+            "cannot write the recording to {}: directory {} is not writable; choose another path with -o",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// A sampling interval: at least 10 ms, at most an hour.
 fn parse_interval(text: &str) -> Result<f64, String> {
     let v: f64 = text
@@ -265,6 +354,10 @@ const RUN_OPTIONS: &[(&str, bool)] = &[
     ("--repeat", true),
     ("--interval", true),
     ("--progress", true),
+    ("--output", true),
+    ("-o", true),
+    ("--quiet", false),
+    ("-q", false),
     ("--json", false),
     ("--fault-latency", false),
     ("--page-alloc", false),

@@ -20,7 +20,7 @@ use crate::{
     histogram,
     membox::{self, BoxSpec, MemBox},
     privilege, probes,
-    report::{Exit, RunReport, Unavailable, Usage, VmstatDelta, fmt_ns},
+    report::{Exit, RunReport, Unavailable, Usage, VmstatDelta},
     sample, swapdev,
     tracefs::TraceFs,
 };
@@ -39,10 +39,35 @@ pub struct RunOptions {
     pub fault_latency: bool,
     /// Count page allocations per zone (a hot path).
     pub page_alloc: bool,
-    /// Print a progress line to stderr this often (None: never).
-    pub progress: Option<Duration>,
+    /// How to show progress on stderr while the command runs.
+    pub progress: Progress,
     /// Time-series sampling interval.
     pub interval: Duration,
+}
+
+/// Progress while the command runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Progress {
+    /// None at all.
+    Quiet,
+    /// One status line, rewritten in place every sample (a terminal).
+    Tty,
+    /// A plain line this often (logs, CI).
+    Plain(Duration),
+}
+
+impl Progress {
+    /// What `--progress MODE` means here: `auto` is a status line on a
+    /// terminal and a plain line every 10 s otherwise.
+    pub fn from_mode(mode: &str, stderr_is_tty: bool) -> Progress {
+        match mode {
+            "none" => Progress::Quiet,
+            "tty" => Progress::Tty,
+            "plain" => Progress::Plain(Duration::from_secs(10)),
+            _ if stderr_is_tty => Progress::Tty,
+            _ => Progress::Plain(Duration::from_secs(10)),
+        }
+    }
 }
 
 pub struct RunOutcome {
@@ -109,6 +134,45 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
             .join(" ")
     );
     Ok(o)
+}
+
+/// What a recording names as the workload: a bundled workload with its
+/// arguments (defaults filled in) and seed, or the command as given.
+pub fn workload_of(opts: &RunOptions) -> crate::recording::Workload {
+    let args: Vec<String> = opts
+        .command
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let first = opts
+        .command
+        .first()
+        .map(|c| c.to_string_lossy().into_owned());
+    let first = first.unwrap_or_default();
+    match vmtrace_workloads::cli::bundled(&first) {
+        Some(b) => {
+            let arguments: Vec<String> = if args.is_empty() {
+                b.default_args.iter().map(|a| a.to_string()).collect()
+            } else {
+                args
+            };
+            let argv = std::iter::once(b.name.to_string())
+                .chain(arguments.iter().cloned())
+                .map(OsString::from)
+                .collect();
+            crate::recording::Workload {
+                name: b.name.into(),
+                seed: (b.seed)(argv),
+                arguments,
+            }
+        }
+        None => crate::recording::Workload {
+            name: first,
+            arguments: args,
+            seed: None,
+        },
+    }
 }
 
 /// Expands a sweep: a bundled workload's sweep flag given a comma list
@@ -448,7 +512,7 @@ impl Signals {
 struct Watch<'a> {
     membox: &'a MemBox,
     probes: &'a mut probes::Probes,
-    progress: Option<Duration>,
+    progress: Progress,
     interval: Duration,
     vmstat_start: &'a VmStat,
     psi_start: Option<sample::Psi>,
@@ -483,17 +547,78 @@ impl Watch<'_> {
         }
     }
 
-    fn print_progress(&self, t_s: f64) {
-        let Some(s) = self.samples.last() else { return };
-        eprintln!(
-            "vmtrace: {t_s:>5.0} s  reclaim stalls {} ({})  pgscan {}  swap out {} in {}  majflt {}",
-            s.memcg_reclaims + s.direct_reclaims,
-            fmt_ns(s.memcg_stall_ns + s.direct_stall_ns),
-            s.pgscan,
-            s.pswpout,
-            s.pswpin,
-            s.major_faults_target,
-        );
+    /// The progress line of the last step: elapsed, rates over the step
+    /// and the box's memory.
+    fn progress_line(&self) -> Option<String> {
+        let s = self.samples.last()?;
+        let prev = self.samples.len().checked_sub(2).map(|i| &self.samples[i]);
+        let dt = (s.t_s - prev.map_or(0.0, |p| p.t_s)).max(1e-3);
+        let rate = |now: u64, before: fn(&sample::Sample) -> u64| {
+            let d = now.saturating_sub(prev.map_or(0, before));
+            human_count(d as f64 / dt)
+        };
+        let mem = s.box_bytes.map_or(String::new(), |b| {
+            format!("  box {}", crate::size::human(b))
+        });
+        Some(format!(
+            "{:>5.0}s  flt/s {}  majflt/s {}  reclaims/s {}  swap out/s {} in/s {}{mem}",
+            s.t_s,
+            rate(s.pgfault, |p| p.pgfault),
+            rate(s.major_faults_target, |p| p.major_faults_target),
+            rate(s.memcg_reclaims + s.direct_reclaims, |p| p.memcg_reclaims
+                + p.direct_reclaims),
+            rate(s.pswpout, |p| p.pswpout),
+            rate(s.pswpin, |p| p.pswpin),
+        ))
+    }
+
+    /// The status line, rewritten in place (terminal only).
+    fn show_status(&self) {
+        if self.progress == Progress::Tty
+            && let Some(line) = self.progress_line()
+        {
+            let mut line = line;
+            line.truncate(terminal_width().saturating_sub(1));
+            eprint!("\r\x1b[K{line}");
+        }
+    }
+
+    fn print_progress(&self) {
+        if let Some(line) = self.progress_line() {
+            eprintln!("vmtrace: {line}");
+        }
+    }
+
+    /// Erases the status line before anything else is printed.
+    fn clear_status(&self) {
+        if self.progress == Progress::Tty {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+/// 1234567 -> `1.2M`: short rates for the status line.
+fn human_count(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Columns of the terminal on stderr (80 when unknown).
+fn terminal_width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        usize::from(ws.ws_col)
+    } else {
+        80
     }
 }
 
@@ -518,7 +643,10 @@ async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Wait
     let start = tokio::time::Instant::now();
     let mut sample_tick = tokio::time::interval_at(start + w.interval, w.interval);
     sample_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let period = w.progress.unwrap_or(Duration::from_secs(3600));
+    let period = match w.progress {
+        Progress::Plain(p) => p,
+        _ => Duration::from_secs(3600),
+    };
     let mut progress_tick = tokio::time::interval_at(start + period, period);
     let mut signals_seen = 0;
     loop {
@@ -528,10 +656,12 @@ async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Wait
                     .context("waiting for the command")?
                     .context("waiting for the command")?;
                 w.sample(started.elapsed().as_secs_f64());
+                w.clear_status();
                 return Ok(Waited { status, rusage, interrupted: signals_seen > 0 });
             }
             sig = signals.next() => {
                 signals_seen += 1;
+                w.clear_status();
                 if signals_seen == 1 {
                     eprintln!("vmtrace: passing the signal on; waiting for the command to end (again to kill it)");
                     // SAFETY: signalling our own child.
@@ -543,9 +673,12 @@ async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Wait
                     w.membox.kill_all();
                 }
             }
-            _ = sample_tick.tick() => w.sample(started.elapsed().as_secs_f64()),
-            _ = progress_tick.tick(), if w.progress.is_some() => {
-                w.print_progress(started.elapsed().as_secs_f64());
+            _ = sample_tick.tick() => {
+                w.sample(started.elapsed().as_secs_f64());
+                w.show_status();
+            }
+            _ = progress_tick.tick(), if matches!(w.progress, Progress::Plain(_)) => {
+                w.print_progress();
             }
         }
     }

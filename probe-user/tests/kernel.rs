@@ -124,15 +124,22 @@ fn guard() -> Leftovers {
     Leftovers
 }
 
+/// Where vmtrace runs in the tests: recordings land here, not in the tree.
+fn scratch() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-tests");
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
 fn vmtrace(args: &[&str]) -> Command {
     let mut c = Command::new(VMTRACE);
-    c.args(args).env("RUST_LOG", "warn");
+    c.args(args).env("RUST_LOG", "warn").current_dir(scratch());
     c
 }
 
-/// `vmtrace run --progress 0 [--json] OPTIONS -- memhog HOG_ARGS`.
+/// `vmtrace run --progress none [--json] OPTIONS -- memhog HOG_ARGS`.
 fn run_memhog(json: bool, options: &[&str], hog_args: &[&str]) -> Command {
-    let mut c = vmtrace(&["run", "--progress", "0"]);
+    let mut c = vmtrace(&["run", "--progress", "none"]);
     if json {
         c.arg("--json");
     }
@@ -862,7 +869,7 @@ fn per_process_faults_add_up_to_rusage() {
             "run",
             "--json",
             "--progress",
-            "0",
+            "none",
             "--mem",
             "96M",
             "--swap",
@@ -930,7 +937,7 @@ fn page_alloc_per_zone_matches_pgalloc() {
 fn qsbench_default_run_swaps_or_reports_its_oom_kill() {
     let _g = guard();
     let before = vmstat();
-    let out = vmtrace(&["run", "--json", "--progress", "0", "qsbench"])
+    let out = vmtrace(&["run", "--json", "--progress", "none", "qsbench"])
         .output()
         .expect("run vmtrace");
     let after = vmstat();
@@ -971,7 +978,7 @@ fn qsbench_file_backed_and_forked() {
         "run",
         "--json",
         "--progress",
-        "0",
+        "none",
         "--mem",
         "64M",
         "qsbench",
@@ -1004,7 +1011,7 @@ fn qsbench_file_backed_and_forked() {
         "run",
         "--json",
         "--progress",
-        "0",
+        "none",
         "qsbench",
         "-p",
         "2",
@@ -1098,7 +1105,7 @@ fn build_sweep_compiles_and_tabulates() {
         "--swap",
         "512M",
         "--progress",
-        "0",
+        "none",
     ]));
     assert_eq!(text.matches("exited with status 0").count(), 2, "{text}");
     assert!(text.contains("     run        -j1        -j2"), "{text}");

@@ -75,6 +75,18 @@ impl RunsTable {
         }
     }
 
+    /// The runs of a recording, one column per label, in first-run order.
+    pub fn of_recording(rec: &crate::recording::Recording) -> RunsTable {
+        let mut columns: Vec<(String, Vec<&RunReport>)> = Vec::new();
+        for run in &rec.runs {
+            match columns.iter_mut().find(|(l, _)| *l == run.label) {
+                Some((_, v)) => v.push(&run.report),
+                None => columns.push((run.label.clone(), vec![&run.report])),
+            }
+        }
+        RunsTable::of(&columns)
+    }
+
     pub fn to_text(&self) -> String {
         let mut o = String::new();
         let mut head = format!("{:>8}", "run");
