@@ -78,6 +78,52 @@ tracefs."
         #[arg(long)]
         json: bool,
     },
+    /// Print the report of one or more recordings
+    #[command(
+        long_about = "Prints what `run` printed, from recordings: the machine and \
+settings the recording was made with, then each run's report (the time line, \
+histograms as text bars with count, p50, p90, p99, p99.9 and max, LRU and zone \
+tables, the processes that stalled most, OOM events) and the table of the runs. \
+Colour on a terminal only; NO_COLOR turns it off.",
+        after_help = "Examples:\n  \
+vmtrace report vmtrace-qsbench-6.18.44-20261130T030405Z.vmtrace.json\n  \
+vmtrace report --json run.vmtrace.json | jq .runs[0].report.usage"
+    )]
+    Report {
+        /// Recordings written by `vmtrace run`
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print the recordings as JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a recording for mail, plots, spreadsheets or HdrHistogram tools
+    #[command(
+        long_about = "Writes a recording in another format, on stdout or to -o PATH:\n\n  \
+text        mail-ready report: ASCII, <= 72 columns, no tabs (paste under \"Results:\")\n  \
+json        the recording itself\n  \
+csv         tidy metrics: run,label,kernel,metric,value (one row per number)\n  \
+series-csv  the time series: one row per run and step, counters cumulative\n  \
+hlog        HdrHistogram interval log (format 1.3): one tag per histogram, one\n              \
+interval per time-series step, plus <tag>.whole_run for the whole run\n  \
+svg         plots: latency percentiles (every run of every FILE overlaid) and\n              \
+pressure over time (scan/reclaim, swap, free pages vs watermarks)\n\n\
+Several FILEs are allowed for svg (overlaid); the other formats take one.",
+        after_help = "Examples:\n  \
+vmtrace export run.vmtrace.json --format text > results.txt\n  \
+vmtrace export run.vmtrace.json --format hlog -o run.hlog\n  \
+vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
+    )]
+    Export {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Output format
+        #[arg(long, short, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(crate::export::FORMATS))]
+        format: String,
+        /// Write to PATH instead of stdout
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
     /// Run a bundled workload in this process (what `vmtrace run qsbench`
     /// starts inside the box)
     #[command(hide = true)]
@@ -177,6 +223,12 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             argv.extend(args);
             Ok((b.main)(argv))
         }
+        Commands::Report { files, json } => report_command(&files, json),
+        Commands::Export {
+            files,
+            format,
+            output,
+        } => export_command(&files, &format, output.as_deref()),
         Commands::Probes { json } => {
             let listed = crate::run::probe_listing()?;
             if json {
@@ -295,6 +347,84 @@ fn run_command(args: RunArgs) -> Result<i32> {
     }
     eprintln!("vmtrace: recording written to {}", path.display());
     Ok(exit_code)
+}
+
+/// `vmtrace report`: each recording's text, coloured on a terminal.
+fn report_command(files: &[PathBuf], json: bool) -> Result<i32> {
+    use std::io::IsTerminal;
+    let recordings = files
+        .iter()
+        .map(|f| Recording::read(f))
+        .collect::<Result<Vec<_>>>()?;
+    if json {
+        let v = if recordings.len() == 1 {
+            serde_json::to_value(&recordings[0])?
+        } else {
+            serde_json::to_value(&recordings)?
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    for (i, (rec, file)) in recordings.iter().zip(files).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let mut text = format!("recording: {}\n", file.display());
+        text.push_str(&crate::export::text::render(rec));
+        if colour {
+            text = crate::report::colourize(&text);
+        }
+        print!("{text}");
+    }
+    Ok(0)
+}
+
+/// `vmtrace export`: one recording (several for svg) in another format.
+fn export_command(
+    files: &[PathBuf],
+    format: &str,
+    output: Option<&std::path::Path>,
+) -> Result<i32> {
+    use std::io::Write;
+    if files.len() > 1 && format != "svg" {
+        anyhow::bail!(
+            "--format {format} takes one recording (got {}); run export once per file, \
+             or use --format svg to overlay them",
+            files.len()
+        );
+    }
+    let recordings = files
+        .iter()
+        .map(|f| Recording::read(f))
+        .collect::<Result<Vec<_>>>()?;
+    let bytes = if format == "svg" {
+        let refs: Vec<&Recording> = recordings.iter().collect();
+        crate::export::svg::recording_svg(&refs).into_bytes()
+    } else {
+        crate::export::render(&recordings[0], format)?
+    };
+    match output {
+        Some(path) => {
+            check_writable(path)?;
+            std::fs::write(path, &bytes).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write {}: {e}; choose another path with -o",
+                    path.display()
+                )
+            })?;
+            if let Some((uid, gid)) = crate::recording::sudo_owner() {
+                let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
+            }
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| anyhow::anyhow!("writing to stdout: {e}"))?;
+        }
+    }
+    Ok(0)
 }
 
 /// Refuses, before anything runs, a recording path vmtrace could not

@@ -86,7 +86,12 @@ pub fn decode(text: &str) -> Result<Histogram<u64>> {
     let mut cursor = std::io::Cursor::new(bytes);
     Deserializer::new()
         .deserialize(&mut cursor)
-        .map_err(|e| anyhow::anyhow!("histogram payload does not decode: {e:?}"))
+        .map_err(|e| match e {
+            hdrhistogram::serialization::DeserializeError::IoError(io) => {
+                anyhow::anyhow!("histogram payload does not decode ({io})")
+            }
+            other => anyhow::anyhow!("histogram payload does not decode ({other})"),
+        })
 }
 
 /// The kernel buckets' counts as an HdrHistogram delta: `now - before`,

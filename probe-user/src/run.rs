@@ -318,6 +318,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let kswapd_cpu_before = collect::kswapd_cpu();
     let before = VmStat::read()?;
     let started = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let started_mono_ns = collect::monotonic_ns();
     let pid = spawn(&opts.command, &membox)?;
     let mut watch = Watch {
@@ -364,6 +367,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 .collect()
         }),
         pid: pid as u32,
+        started_unix_s,
         target: target_text,
         exit: Exit {
             code,

@@ -8,7 +8,10 @@
 //!   directory of links to the nightly's libLLVM, kept under $CARGO_HOME,
 //!   so it runs outside `rustup run` too;
 //! - Debian packages the tests use (util-linux: mkswap, setpriv; make and
-//!   gcc for the build workload).
+//!   gcc for the build workload; python3 and pip);
+//! - the PyPI `hdrhistogram` package, into $CARGO_HOME/vmtrace-python (not
+//!   the system's Python): the test that HdrHistogram's own decoder reads
+//!   vmtrace's interval logs uses it.
 
 use std::{
     path::{Path, PathBuf},
@@ -31,7 +34,18 @@ const DEBIAN: &[(&str, &str)] = &[
     ("setpriv", "util-linux"),
     ("make", "make"),
     ("cc", "gcc"),
+    ("python3", "python3"),
+    // Headers for the PyPI decoder's C extension, built by pip.
+    ("python3-config", "python3-dev"),
 ];
+
+/// The PyPI HdrHistogram decoder the hlog export is checked with.
+const PY_HDRHISTOGRAM: &str = "hdrhistogram==0.10.8";
+
+/// Where setup installs Python packages for the tests (PYTHONPATH).
+pub fn python_dir() -> PathBuf {
+    cargo_home().join("vmtrace-python")
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Verbosity {
@@ -76,17 +90,47 @@ pub fn setup(verbosity: Verbosity) -> Result<()> {
         install_debian(&missing)?;
         done.push("Debian packages");
     }
+    if !python_dir().join("hdrh").join("__init__.py").is_file() {
+        install_python_packages()?;
+        done.push("Python hdrhistogram");
+    }
     if done.is_empty() {
         if verbosity == Verbosity::Report {
             println!(
-                "setup: nothing to do: nightly rust-src, bpf-linker {BPF_LINKER_VERSION} and the \
-                 test packages are installed"
+                "setup: nothing to do: nightly rust-src, bpf-linker {BPF_LINKER_VERSION}, the \
+                 test packages and Python hdrhistogram are installed"
             );
         }
     } else {
         println!("setup: installed {}", done.join(", "));
     }
     Ok(())
+}
+
+/// pip (Debian's python3-pip when missing), then the packages into
+/// `python_dir()`.
+fn install_python_packages() -> Result<()> {
+    let has_pip = Command::new("python3")
+        .args(["-m", "pip", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_pip {
+        install_debian(&["python3-pip"])?;
+    }
+    util::run(
+        Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-warn-script-location",
+                "--target",
+            ])
+            .arg(python_dir())
+            .arg(PY_HDRHISTOGRAM),
+    )
 }
 
 fn nightly_installed() -> bool {

@@ -11,7 +11,13 @@ pub fn test() -> Result<()> {
     build::build()?;
     // Unit and doc tests of every default member; the kernel tests are
     // #[ignore]d there, so they show up as ignored, never as passed.
-    util::run(util::cargo().args(["test", "--release"]))?;
+    // The hlog export is checked by the PyPI decoder setup installed.
+    let python = crate::setup::python_dir();
+    util::run(
+        util::cargo()
+            .args(["test", "--release"])
+            .env("VMTRACE_PYTHONPATH", &python),
+    )?;
     if !util::is_root() {
         eprintln!(
             "xtask: kernel tests SKIPPED: not root. They load eBPF programs, create \
@@ -19,7 +25,7 @@ pub fn test() -> Result<()> {
         );
         return Ok(());
     }
-    util::run(util::cargo().args([
+    util::run(util::cargo().env("VMTRACE_PYTHONPATH", &python).args([
         "test",
         "--release",
         "-p",

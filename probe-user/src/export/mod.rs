@@ -2,4 +2,31 @@
 //! logs, CSV, JSON) and what people read (mail-ready text, SVG plots).
 //! Pure functions of `Recording`s.
 
+pub mod csv;
+pub mod hlog;
 pub mod svg;
+pub mod text;
+
+use anyhow::{Context, Result};
+
+use crate::recording::Recording;
+
+/// The formats `vmtrace export --format` writes.
+pub const FORMATS: &[&str] = &["text", "json", "csv", "series-csv", "hlog", "svg"];
+
+/// Renders one recording in `format`.
+pub fn render(rec: &Recording, format: &str) -> Result<Vec<u8>> {
+    Ok(match format {
+        "text" => text::render(rec).into_bytes(),
+        "json" => {
+            let mut v = serde_json::to_vec_pretty(rec).context("serialising")?;
+            v.push(b'\n');
+            v
+        }
+        "csv" => csv::metrics(rec).into_bytes(),
+        "series-csv" => csv::series(rec).into_bytes(),
+        "hlog" => hlog::render(rec)?.into_bytes(),
+        "svg" => svg::recording_svg(&[rec]).into_bytes(),
+        other => anyhow::bail!("unknown format {other}; use one of: {}", FORMATS.join(", ")),
+    })
+}

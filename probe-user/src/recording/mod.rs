@@ -123,7 +123,7 @@ impl Recording {
             file_name.to_string_lossy(),
             std::process::id()
         ));
-        let json = serde_json::to_vec_pretty(self).context("serialising the recording")?;
+        let json = serde_json::to_vec(self).context("serialising the recording")?;
         let written = (|| -> std::io::Result<()> {
             let mut f = fs::File::create(&tmp)?;
             f.write_all(&json)?;
@@ -189,8 +189,8 @@ impl Recording {
         if version == 0 {
             bail!("corrupt recording: format_version 0 does not exist");
         }
-        let rec: Recording =
-            serde_json::from_value(value).map_err(|e| anyhow!("corrupt recording: {e}"))?;
+        let rec: Recording = serde_path_to_error::deserialize(value)
+            .map_err(|e| anyhow!("corrupt recording: {}: {}", e.path(), e.inner()))?;
         rec.check()?;
         Ok(rec)
     }

@@ -316,6 +316,9 @@ pub struct RunReport {
     pub command: Vec<String>,
     /// The command's process id.
     pub pid: u32,
+    /// When the command started, seconds since the epoch.
+    #[serde(default)]
+    pub started_unix_s: f64,
     /// Which tasks the per-task metrics cover.
     pub target: String,
     pub exit: Exit,
@@ -853,7 +856,25 @@ mod runs;
 mod text;
 
 pub use runs::{RunsColumn, RunsTable};
+pub(crate) use text::wrap;
 pub use text::{fmt_ns, probes_text};
+
+/// Terminal colour for report text: headings (lines that start at the
+/// first column) bold, OOM and incomplete-recording lines red.
+pub fn colourize(text: &str) -> String {
+    let mut o = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.lines() {
+        if line.starts_with("Out of Memory") || line.starts_with("INCOMPLETE") {
+            o.push_str(&format!("\x1b[1;31m{line}\x1b[0m\n"));
+        } else if !line.is_empty() && !line.starts_with(' ') {
+            o.push_str(&format!("\x1b[1m{line}\x1b[0m\n"));
+        } else {
+            o.push_str(line);
+            o.push('\n');
+        }
+    }
+    o
+}
 
 #[cfg(test)]
 mod tests {

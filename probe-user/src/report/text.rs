@@ -841,7 +841,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// Wraps at spaces to `width` columns; continuation lines indented by 2.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split(' ') {

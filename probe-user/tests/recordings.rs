@@ -1,0 +1,289 @@
+//! Recordings without root: the corpus under tests/corpus/recording holds
+//! real recordings made on this project's machines (`memhog-*`) and broken
+//! ones (`bad-*`). Every view must read the good ones and agree with
+//! them; every broken one must give one line naming the file and the
+//! problem; no mutation of a good one may panic the reader (proptest).
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use proptest::prelude::*;
+use serde_json::Value;
+use vmtrace::recording::Recording;
+
+const VMTRACE: &str = env!("CARGO_BIN_EXE_vmtrace");
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/recording")
+}
+
+fn corpus_files(prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .expect("corpus dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no {prefix}* files in the corpus");
+    v
+}
+
+fn good() -> Vec<PathBuf> {
+    corpus_files("memhog-")
+}
+
+fn vmtrace(args: &[&str]) -> std::process::Output {
+    Command::new(VMTRACE)
+        .args(args)
+        .output()
+        .expect("run vmtrace")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn broken_recordings_give_one_line_errors() {
+    let expect = [
+        ("bad-binary", "not JSON"),
+        ("bad-empty", "empty file"),
+        ("bad-field-type", "runs[0].report.usage.wall_s"),
+        ("bad-future-version", "upgrade vmtrace"),
+        ("bad-histogram-payload", "memcg_reclaim"),
+        ("bad-not-a-recording", "not a vmtrace recording"),
+        ("bad-truncated", "truncated"),
+    ];
+    let files = corpus_files("bad-");
+    assert_eq!(
+        files.len(),
+        expect.len(),
+        "a bad-* file without an expectation"
+    );
+    for (stem, want) in expect {
+        let path = corpus().join(format!("{stem}.vmtrace.json"));
+        let p = path.to_string_lossy().into_owned();
+        for args in [
+            vec!["report", p.as_str()],
+            vec!["export", p.as_str(), "--format", "csv"],
+        ] {
+            let out = vmtrace(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+            assert!(
+                err.starts_with(&format!("vmtrace: error: {p}: ")) && err.contains(want),
+                "{args:?}: {err:?} lacks {want:?}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?} printed a partial report");
+        }
+    }
+    let out = vmtrace(&["report", "/nonexistent/x.vmtrace.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("cannot read /nonexistent/x.vmtrace.json"));
+}
+
+#[test]
+fn report_shows_every_run_as_recorded() {
+    for path in good() {
+        let rec = Recording::read(&path).expect("corpus recording reads");
+        let out = vmtrace(&["report", &path.to_string_lossy()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let shown = text(&out.stdout);
+        for run in &rec.runs {
+            // Not a terminal: no colour, so the run's own text verbatim.
+            assert!(shown.contains(&run.report.to_text()), "{}", path.display());
+            assert!(shown.contains(&run.report.time_line()));
+        }
+        if !rec.complete {
+            assert!(
+                shown.contains("INCOMPLETE RECORDING: interrupted"),
+                "{shown}"
+            );
+        }
+        let json = vmtrace(&["report", "--json", &path.to_string_lossy()]);
+        let v: Value = serde_json::from_slice(&json.stdout).expect("report --json is JSON");
+        assert_eq!(v["format"], "vmtrace-recording");
+        assert_eq!(v["runs"].as_array().map(Vec::len), Some(rec.runs.len()));
+    }
+}
+
+#[test]
+fn text_export_is_mail_ready() {
+    for path in good() {
+        let out = vmtrace(&["export", &path.to_string_lossy(), "--format", "text"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let t = text(&out.stdout);
+        assert_eq!(
+            vmtrace::export::text::violations(&t),
+            vec![],
+            "{}",
+            path.display()
+        );
+        assert!(t.lines().count() > 50, "too short to be the report: {t}");
+        assert!(t.contains("memcg reclaim:"), "{t}");
+    }
+}
+
+#[test]
+fn csv_exports_hold_the_reports_numbers() {
+    let path = corpus().join("memhog-2runs.vmtrace.json");
+    let rec = Recording::read(&path).expect("reads");
+    let out = vmtrace(&["export", &path.to_string_lossy(), "--format", "csv"]);
+    let csv = text(&out.stdout);
+    assert!(csv.starts_with("run,label,kernel,metric,value\n"));
+    for (i, run) in rec.runs.iter().enumerate() {
+        let r = &run.report;
+        let stalls = &r.memcg_reclaim.as_ref().expect("memcg reclaim").stalls;
+        for (metric, value) in [
+            ("memcg_reclaim.stalls.p99_ns", stalls.p99_ns.to_string()),
+            ("memcg_reclaim.stalls.count", stalls.count.to_string()),
+            ("vmstat.pgscan", r.vmstat.pgscan.to_string()),
+            ("usage.wall_s", r.usage.wall_s.to_string()),
+        ] {
+            let row = format!(
+                "{},,{},{metric},{value}\n",
+                i + 1,
+                rec.environment.kernel_release
+            );
+            assert!(csv.contains(&row), "missing {row:?}");
+        }
+    }
+    for line in csv.lines() {
+        assert_eq!(line.split(',').count(), 5, "{line}");
+    }
+    let out = vmtrace(&["export", &path.to_string_lossy(), "--format", "series-csv"]);
+    let series = text(&out.stdout);
+    let steps: usize = rec.runs.iter().map(|r| r.report.timeline.len()).sum();
+    assert_eq!(series.lines().count(), steps + 1);
+    let width = series.lines().next().map_or(0, |h| h.split(',').count());
+    assert!(series.lines().all(|l| l.split(',').count() == width));
+}
+
+/// The hlog export, decoded by HdrHistogram's Python port (PyPI
+/// `hdrhistogram`, installed by `cargo xtask setup`), gives vmtrace's own
+/// count, p50, p90, p99 and max for every histogram of every run, and
+/// its intervals add up to the whole run.
+#[test]
+fn hlog_decodes_in_hdrhistogram_python() {
+    let pythonpath = std::env::var_os("VMTRACE_PYTHONPATH").unwrap_or_else(|| {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
+            });
+        home.join("vmtrace-python").into_os_string()
+    });
+    assert!(
+        Path::new(&pythonpath).join("hdrh").is_dir(),
+        "the PyPI hdrhistogram package is not in {}: run `cargo xtask setup`",
+        Path::new(&pythonpath).display()
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for path in good() {
+        let rec = Recording::read(&path).expect("reads");
+        let hlog = dir.join(format!(
+            "{}.hlog",
+            path.file_stem().unwrap_or_default().to_string_lossy()
+        ));
+        let out = vmtrace(&[
+            "export",
+            &path.to_string_lossy(),
+            "--format",
+            "hlog",
+            "-o",
+            &hlog.to_string_lossy(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let head = std::fs::read_to_string(&hlog).expect("hlog written");
+        assert!(head.contains("#[Histogram log format version 1.3]"));
+        assert!(head.contains("#[StartTime: ") && head.contains("#[BaseTime: "));
+        let py = Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hlog_check.py"))
+            .arg(&hlog)
+            .env("PYTHONPATH", &pythonpath)
+            .output()
+            .expect("python3 runs");
+        assert!(py.status.success(), "{}", text(&py.stderr));
+        let got: Value = serde_json::from_slice(&py.stdout).expect("checker prints JSON");
+        let mut checked = 0;
+        for (i, run) in rec.runs.iter().enumerate() {
+            let prefix = if rec.runs.len() > 1 {
+                format!("run{}/", i + 1)
+            } else {
+                String::new()
+            };
+            for (h, s) in run.report.histograms() {
+                if s.count == 0 {
+                    continue;
+                }
+                let tag = format!("{prefix}{}", h.name());
+                let w = &got[&tag]["whole_run"];
+                for (key, want) in [
+                    ("count", s.count),
+                    ("p50", s.p50_ns),
+                    ("p90", s.p90_ns),
+                    ("p99", s.p99_ns),
+                    ("max", s.max_ns),
+                ] {
+                    assert_eq!(w[key].as_u64(), Some(want), "{tag} {key}: {w}");
+                }
+                // Requests still in flight at the last sample complete
+                // before the whole-run read: intervals may hold a little
+                // less, never more.
+                let intervals = got[&tag]["interval_count"].as_u64().unwrap_or(0);
+                assert!(
+                    intervals <= s.count && intervals as f64 >= 0.95 * s.count as f64,
+                    "{tag}: intervals hold {intervals} of {}",
+                    s.count
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 4, "only {checked} histograms checked");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Truncations and byte edits of real recordings: the reader returns
+    /// an error or a recording, never panics, and errors are one line.
+    #[test]
+    fn reader_survives_mutations(
+        which in 0usize..2,
+        cut in 0.0f64..1.0,
+        edits in proptest::collection::vec((0.0f64..1.0, any::<u8>()), 0..8),
+    ) {
+        let files = good();
+        let bytes = std::fs::read(&files[which % files.len()]).expect("corpus");
+        let mut b = bytes[..((bytes.len() as f64 * cut) as usize).max(1)].to_vec();
+        if edits.is_empty() {
+            b = bytes.clone();
+        }
+        for (at, byte) in &edits {
+            let i = ((b.len() as f64) * at) as usize;
+            if i < b.len() {
+                b[i] = *byte;
+            }
+        }
+        match Recording::from_bytes(&b) {
+            Ok(rec) => {
+                // Whatever was accepted renders.
+                let _ = vmtrace::export::text::render(&rec);
+                let _ = vmtrace::export::csv::metrics(&rec);
+                prop_assert!(vmtrace::export::hlog::render(&rec).is_ok());
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                prop_assert!(!msg.contains('\n'), "not one line: {}", msg);
+            }
+        }
+    }
+}
