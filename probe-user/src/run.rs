@@ -168,7 +168,10 @@ pub fn workload_of(opts: &RunOptions) -> crate::recording::Workload {
             }
         }
         None => crate::recording::Workload {
-            name: first,
+            // The program's name; its path is in each run's command.
+            name: Path::new(&first)
+                .file_name()
+                .map_or(first.clone(), |n| n.to_string_lossy().into_owned()),
             arguments: args,
             seed: None,
         },

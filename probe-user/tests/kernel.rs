@@ -432,10 +432,20 @@ fn oom_kill_is_reported_with_its_victim() {
     let anon = v["anon_rss_kb"].as_u64().unwrap_or(0);
     assert!((32 << 10..=64 << 10).contains(&anon), "anon-rss {anon} kB");
 
-    let text = run_memhog(false, &["--mem", "64M"], &["--mib", "256"])
-        .output()
-        .expect("run vmtrace");
+    let rec_path = scratch().join("oom.vmtrace.json");
+    let _ = std::fs::remove_file(&rec_path);
+    let text = run_memhog(
+        false,
+        &["--mem", "64M", "-o", &rec_path.to_string_lossy()],
+        &["--mib", "256"],
+    )
+    .output()
+    .expect("run vmtrace");
     let text = String::from_utf8_lossy(&text.stdout);
+    // The recording is written for an OOM-killed run too, and says so.
+    let rec = recording(&rec_path);
+    assert_eq!(rec["complete"], true);
+    assert_eq!(rec["runs"][0]["report"]["exit"]["oom_killed"], true);
     // As the seed mail says it, then csh's time line.
     assert!(text.starts_with("Out of Memory: Killed process "), "{text}");
     assert!(
@@ -542,9 +552,18 @@ fn bad_sizes_are_refused() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn interrupt_still_reports_and_cleans_up() {
     let _g = guard();
+    let rec_path = scratch().join("interrupted.vmtrace.json");
+    let _ = std::fs::remove_file(&rec_path);
     let child = run_memhog(
         true,
-        &["--mem", "64M", "--swap", "512M"],
+        &[
+            "--mem",
+            "64M",
+            "--swap",
+            "512M",
+            "-o",
+            &rec_path.to_string_lossy(),
+        ],
         &["--mib", "128", "--passes", "100000"],
     )
     .stdout(Stdio::piped())
@@ -572,6 +591,125 @@ fn interrupt_still_reports_and_cleans_up() {
     assert_eq!(r["exit"]["signal"], libc::SIGINT, "{r:#}");
     assert_eq!(out.status.code(), Some(128 + libc::SIGINT));
     assert!(r["memcg_reclaim"]["stalls"]["count"].as_u64().unwrap_or(0) > 0);
+    // The recording keeps the run, marked incomplete.
+    let rec = recording(&rec_path);
+    assert_eq!(rec["complete"], false, "{}", rec["incomplete_reason"]);
+    assert!(
+        rec["incomplete_reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("interrupted during run 1 of 1")),
+        "{}",
+        rec["incomplete_reason"]
+    );
+    assert_eq!(rec["runs"][0]["report"], r);
+}
+
+/// A recording, read as JSON.
+fn recording(path: &Path) -> Value {
+    let bytes =
+        std::fs::read(path).unwrap_or_else(|e| panic!("no recording at {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).expect("recording is JSON")
+}
+
+/// Run, then report: the recording (default name, in the working
+/// directory, owned by the sudo user) holds the machine's environment and
+/// reproduces the run's report exactly; its text export is mail-ready.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn recording_round_trips_to_report_and_exports() {
+    let _g = guard();
+    let dir = scratch().join("round-trip");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let out = run_memhog(
+        false,
+        &["--mem", "64M", "--swap", "512M", "--fault-latency"],
+        &["--mib", "128", "--passes", "1"],
+    )
+    .current_dir(&dir)
+    .env("SUDO_UID", "65534")
+    .env("SUDO_GID", "65534")
+    .output()
+    .expect("run vmtrace");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ran = String::from_utf8_lossy(&out.stdout).into_owned();
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read dir")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let path = &files[0];
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("release");
+    assert!(
+        name.starts_with(&format!("vmtrace-memhog-{}-", release.trim()))
+            && name.ends_with("Z.vmtrace.json"),
+        "{name}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).expect("stat");
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (65534, 65534),
+        "not the sudo user's"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("recording written to {name}")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let rec = recording(path);
+    assert_eq!(rec["format"], "vmtrace-recording");
+    assert_eq!(rec["format_version"], 1);
+    assert_eq!(rec["complete"], true);
+    let env = &rec["environment"];
+    assert_eq!(env["kernel_release"], release.trim());
+    assert!(env["cpus"].as_u64().unwrap_or(0) >= 1, "{env}");
+    assert!(env["vm_sysctls"]["swappiness"].is_string(), "{env}");
+    assert!(env["boot_cmdline"].as_str().is_some_and(|c| !c.is_empty()));
+    assert_eq!(rec["workload"]["name"], "memhog");
+    let report = &rec["runs"][0]["report"];
+    assert!(report["membox"]["mem_limit_bytes"].as_u64() == Some(64 << 20));
+    let steps = report["timeline"].as_array().expect("timeline");
+    assert!(!steps.is_empty());
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["hists"]["memcg_reclaim"].is_string()),
+        "no per-interval histograms"
+    );
+
+    // The report reproduces the run's text exactly, after the header.
+    let shown = text_ok(&mut vmtrace(&["report", &path.to_string_lossy()]));
+    assert!(
+        shown.contains(&ran),
+        "report differs from the run:\n{shown}"
+    );
+    assert!(shown.contains("workload: memhog "), "{shown}");
+    let mail = text_ok(&mut vmtrace(&[
+        "export",
+        &path.to_string_lossy(),
+        "--format",
+        "text",
+    ]));
+    for (i, line) in mail.lines().enumerate() {
+        assert!(
+            line.is_ascii() && line.len() <= 72 && !line.contains('\t'),
+            "line {}: {line:?}",
+            i + 1
+        );
+    }
+    assert!(mail.contains(&ran.lines().take(3).collect::<Vec<_>>().join("\n")));
 }
 
 /// A tracepoint missing on "this kernel" (a copy of the live formats with
