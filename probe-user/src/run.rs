@@ -554,29 +554,8 @@ impl Watch<'_> {
         }
     }
 
-    /// The progress line of the last step: elapsed, rates over the step
-    /// and the box's memory.
     fn progress_line(&self) -> Option<String> {
-        let s = self.samples.last()?;
-        let prev = self.samples.len().checked_sub(2).map(|i| &self.samples[i]);
-        let dt = (s.t_s - prev.map_or(0.0, |p| p.t_s)).max(1e-3);
-        let rate = |now: u64, before: fn(&sample::Sample) -> u64| {
-            let d = now.saturating_sub(prev.map_or(0, before));
-            human_count(d as f64 / dt)
-        };
-        let mem = s.box_bytes.map_or(String::new(), |b| {
-            format!("  box {}", crate::size::human(b))
-        });
-        Some(format!(
-            "{:>5.0}s  flt/s {}  majflt/s {}  reclaims/s {}  swap out/s {} in/s {}{mem}",
-            s.t_s,
-            rate(s.pgfault, |p| p.pgfault),
-            rate(s.major_faults_target, |p| p.major_faults_target),
-            rate(s.memcg_reclaims + s.direct_reclaims, |p| p.memcg_reclaims
-                + p.direct_reclaims),
-            rate(s.pswpout, |p| p.pswpout),
-            rate(s.pswpin, |p| p.pswpin),
-        ))
+        progress_line(&self.samples)
     }
 
     /// The status line, rewritten in place (terminal only).
@@ -602,6 +581,31 @@ impl Watch<'_> {
             eprint!("\r\x1b[K");
         }
     }
+}
+
+/// The progress line of the last step: elapsed, rates over the step
+/// and the box's memory.
+pub fn progress_line(samples: &[sample::Sample]) -> Option<String> {
+    let s = samples.last()?;
+    let prev = samples.len().checked_sub(2).map(|i| &samples[i]);
+    let dt = (s.t_s - prev.map_or(0.0, |p| p.t_s)).max(1e-3);
+    let rate = |now: u64, before: fn(&sample::Sample) -> u64| {
+        let d = now.saturating_sub(prev.map_or(0, before));
+        human_count(d as f64 / dt)
+    };
+    let mem = s
+        .box_bytes
+        .map_or(String::new(), |b| format!(" box {}", crate::size::human(b)));
+    Some(format!(
+        "{:>4.0}s flt/s {} majflt/s {} reclaim/s {} swpout/s {} swpin/s {}{mem}",
+        s.t_s,
+        rate(s.pgfault, |p| p.pgfault),
+        rate(s.major_faults_target, |p| p.major_faults_target),
+        rate(s.memcg_reclaims + s.direct_reclaims, |p| p.memcg_reclaims
+            + p.direct_reclaims),
+        rate(s.pswpout, |p| p.pswpout),
+        rate(s.pswpin, |p| p.pswpin),
+    ))
 }
 
 /// 1234567 -> `1.2M`: short rates for the status line.
@@ -727,4 +731,45 @@ pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_line_shows_rates_of_the_last_step() {
+        assert_eq!(progress_line(&[]), None);
+        let a = sample::Sample {
+            t_s: 1.0,
+            pgfault: 1000,
+            pswpout: 10,
+            ..Default::default()
+        };
+        let b = sample::Sample {
+            t_s: 3.0,
+            pgfault: 2_001_000,
+            memcg_reclaims: 400,
+            pswpout: 30_010,
+            box_bytes: Some(256 << 20),
+            ..Default::default()
+        };
+        let line = progress_line(&[a, b]).expect("a line");
+        assert_eq!(
+            line,
+            "   3s flt/s 1.0M majflt/s 0 reclaim/s 200 swpout/s 15k swpin/s 0 box 256 MiB"
+        );
+        assert!(line.len() < 80);
+    }
+
+    #[test]
+    fn progress_modes() {
+        assert_eq!(Progress::from_mode("auto", true), Progress::Tty);
+        assert_eq!(
+            Progress::from_mode("auto", false),
+            Progress::Plain(Duration::from_secs(10))
+        );
+        assert_eq!(Progress::from_mode("none", true), Progress::Quiet);
+        assert_eq!(Progress::from_mode("tty", false), Progress::Tty);
+    }
 }

@@ -878,6 +878,15 @@ pub fn colourize(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn colour_marks_headings_and_oom_only() {
+        let c = colourize("Out of Memory: Killed process 1 (x).\nmemcg reclaim: 3\n  row 1\n\n");
+        assert_eq!(
+            c,
+            "\x1b[1;31mOut of Memory: Killed process 1 (x).\x1b[0m\n\x1b[1mmemcg reclaim: 3\x1b[0m\n  row 1\n\n"
+        );
+    }
+
     use super::text::power_of_two_rows;
     use super::*;
     use vmtrace_common::{
