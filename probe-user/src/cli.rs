@@ -270,6 +270,8 @@ fn run_command(args: RunArgs) -> Result<i32> {
         progress,
         interval: Duration::from_secs_f64(args.interval),
     };
+    // Not root says so first: nothing else can work without it.
+    crate::privilege::require()?;
     let configs = crate::run::sweep(&opts)?;
     let mut workload = crate::run::workload_of(&configs[0].1);
     workload.arguments = crate::run::workload_of(&opts).arguments;
