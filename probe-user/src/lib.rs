@@ -5,6 +5,7 @@
 pub mod btf;
 pub mod cli;
 pub mod collect;
+pub mod compare;
 pub mod export;
 pub mod histogram;
 pub mod membox;
