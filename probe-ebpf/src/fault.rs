@@ -22,7 +22,7 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, PerfEventContext, TracePointContext},
 };
 use vmtrace_common::{
-    Counter, Field, Hist, MAX_PROCESSES, MAX_TASKS_IN_FAULT, ProcFaultTime, ProcFaults,
+    Counter, Field, Fields, Hist, MAX_PROCESSES, MAX_TASKS_IN_FAULT, ProcFaultTime, ProcFaults,
 };
 
 use crate::shared::{count, current_tid, fields, in_target, now_ns, record};
@@ -106,6 +106,29 @@ fn close(h: Hist) {
     }
 }
 
+/// Adds an exiting target thread's delay accounting (`task->delays`).
+#[inline(always)]
+fn add_delays(f: &Fields, delays: *const u8) {
+    if delays.is_null() || f.task_delays.size != 8 {
+        return;
+    }
+    for (field, counter) in [
+        (f.delay_blkio, Counter::DelayBlkioNs),
+        (f.delay_swapin, Counter::DelaySwapinNs),
+        (f.delay_freepages, Counter::DelayFreepagesNs),
+        (f.delay_thrashing, Counter::DelayThrashingNs),
+        (f.delay_compact, Counter::DelayCompactNs),
+    ] {
+        if field.size == 8 {
+            // SAFETY: bpf_probe_read_kernel checks the address.
+            let ns = unsafe {
+                bpf_probe_read_kernel(delays.add(field.offset as usize) as *const u64).unwrap_or(0)
+            };
+            count(counter, ns);
+        }
+    }
+}
+
 /// A target thread is exiting: add its lifetime fault counts (the
 /// kernel's task_struct min_flt/maj_flt) to its process.
 #[tracepoint]
@@ -125,6 +148,7 @@ pub fn process_exit(_ctx: TracePointContext) -> u32 {
     };
     let (min_flt, maj_flt) = (read(f.task_min_flt), read(f.task_maj_flt));
     count(Counter::ExitedThreads, 1);
+    add_delays(&f, read(f.task_delays) as *const u8);
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if let Some(p) = PROCESS_FAULTS.get_ptr_mut(&tgid) {
         // SAFETY: a live entry; threads of one process exiting at the same

@@ -17,4 +17,5 @@ pub mod run;
 pub mod sample;
 pub mod size;
 pub mod swapdev;
+pub mod sysctl;
 pub mod tracefs;

@@ -72,6 +72,9 @@ pub struct MemberUse {
     /// Bytes the program reads (4 or 8; pointers are 8).
     pub size: u16,
     pub slot: fn(&mut Fields) -> &mut Field,
+    /// A missing optional member reads as 0, with a notice; a missing
+    /// required one disables the metric.
+    pub required: bool,
 }
 
 /// `member!(request, __sector, 8, request_sector)`
@@ -82,6 +85,16 @@ macro_rules! member {
             member: stringify!($member),
             size: $size,
             slot: |f: &mut Fields| &mut f.$slot,
+            required: true,
+        }
+    };
+    (optional $strukt:ident . $member:ident, $size:literal, $slot:ident) => {
+        MemberUse {
+            strukt: stringify!($strukt),
+            member: stringify!($member),
+            size: $size,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: false,
         }
     };
 }
@@ -395,6 +408,13 @@ pub const CATALOGUE: &[Metric] = &[
             members: &[
                 member!(task_struct.min_flt, 8, task_min_flt),
                 member!(task_struct.maj_flt, 8, task_maj_flt),
+                // The kernel's delay accounting, read at the same exit.
+                member!(optional task_struct.delays, 8, task_delays),
+                member!(optional task_delay_info.blkio_delay, 8, delay_blkio),
+                member!(optional task_delay_info.swapin_delay, 8, delay_swapin),
+                member!(optional task_delay_info.freepages_delay, 8, delay_freepages),
+                member!(optional task_delay_info.thrashing_delay, 8, delay_thrashing),
+                member!(optional task_delay_info.compact_delay, 8, delay_compact),
             ],
         }],
     },
@@ -555,6 +575,13 @@ pub fn plan(
                             size: m.size,
                         }
                     }
+                    _ if !m.required => partial.push((
+                        metric.id,
+                        format!(
+                            "kernel BTF has no usable {}.{}: it reads 0",
+                            m.strukt, m.member
+                        ),
+                    )),
                     _ => {
                         plan.unavailable.push((
                             metric.id,
@@ -836,6 +863,13 @@ mod tests {
             match (strukt, member) {
                 ("task_struct", "min_flt") => Some(2480),
                 ("task_struct", "maj_flt") => Some(2488),
+                // task_delay_info has had these since 5.14 (compaction).
+                ("task_struct", "delays") => Some(2808),
+                ("task_delay_info", "blkio_delay") => Some(32),
+                ("task_delay_info", "swapin_delay") => Some(64),
+                ("task_delay_info", "freepages_delay") => Some(104),
+                ("task_delay_info", "thrashing_delay") => Some(136),
+                ("task_delay_info", "compact_delay") => Some(168),
                 ("request", "__sector") => Some(48),
                 ("request", "__data_len") => Some(44),
                 ("request", "cmd_flags") => Some(24),

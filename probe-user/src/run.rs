@@ -318,6 +318,16 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
+    // The kernel's delay accounting, read at each target thread's exit:
+    // on for the run (restored by the guard, also on errors).
+    let delayacct = crate::sysctl::SysctlOverride::set("kernel.task_delayacct", "1");
+    let delayacct_on = match &delayacct {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("vmtrace: notice: delay accounting unavailable: {e:#}");
+            false
+        }
+    };
     let kswapd_cpu_before = collect::kswapd_cpu();
     let before = VmStat::read()?;
     let started = Instant::now();
@@ -343,6 +353,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let after = VmStat::read()?;
     let kswapd_cpu_after = collect::kswapd_cpu();
     let totals = collect::read(&probes)?;
+    drop(delayacct);
     let misses = probes.misses();
     probes.flush_log();
     probes.drain_oom();
@@ -393,6 +404,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         ..Default::default()
     };
     report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
+    if let Some(d) = report.delays.as_mut() {
+        d.accounting_on = delayacct_on;
+    }
     report.dropped.program_misses = misses.iter().map(|(p, n)| (p.to_string(), *n)).collect();
     if enabled.contains(&"kswapd") || enabled.contains(&"kswapd_wakeups") {
         let cpu: Vec<(u32, f64, f64)> = kswapd_cpu_after

@@ -191,6 +191,8 @@ fn within(a: u64, b: u64, frac: f64) -> bool {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     let _g = guard();
+    let delayacct_before =
+        std::fs::read_to_string("/proc/sys/kernel/task_delayacct").expect("task_delayacct");
     let before = vmstat();
     let out = run_memhog(
         true,
@@ -209,6 +211,25 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     let memcg = &r["memcg_reclaim"];
     let stalls = memcg["stalls"]["count"].as_u64().expect("memcg stalls");
     assert!(stalls > 0, "no memcg reclaim seen: {memcg:#}");
+
+    // The kernel's own delay accounting agrees with the eBPF stall time
+    // (it times the same reclaim calls from inside), and vmtrace put
+    // kernel.task_delayacct back as it found it.
+    let d = &r["delays"];
+    assert_eq!(d["accounting_on"], true, "{d}");
+    let freepages = d["freepages_ns"].as_u64().unwrap_or(0);
+    let stall_ns = memcg["stalls"]["total_ns"].as_u64().unwrap_or(0);
+    assert!(
+        within(freepages, stall_ns, 0.25),
+        "delayacct reclaim {freepages} ns vs eBPF {stall_ns} ns"
+    );
+    assert!(d["swapin_ns"].as_u64().unwrap_or(0) > 0, "{d}");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/task_delayacct")
+            .expect("sysctl")
+            .trim(),
+        delayacct_before.trim()
+    );
     assert!(memcg["stalls"]["p50_ns"].as_u64().unwrap_or(0) > 0);
 
     let rows = r["lru_shrink_inactive"].as_array().expect("lru rows");

@@ -160,10 +160,20 @@ pub enum Counter {
     ProcessFaultInserts = 30,
     ProcessTimeInserts = 31,
     WakerInserts = 32,
+    /// The kernel's own delay accounting (task->delays, the figures
+    /// taskstats reports), summed over target threads at exit (ns): time
+    /// waiting for block I/O, swap-in, in reclaim ("freepages"),
+    /// thrashing (refaults) and compaction. Zero unless
+    /// kernel.task_delayacct is on (vmtrace turns it on for a run).
+    DelayBlkioNs = 33,
+    DelaySwapinNs = 34,
+    DelayFreepagesNs = 35,
+    DelayThrashingNs = 36,
+    DelayCompactNs = 37,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 33;
+    pub const COUNT: u32 = 38;
 }
 
 /// Most (node, zone) pfn spans passed to the page-allocation probe.
@@ -566,6 +576,14 @@ pub struct Fields {
     /// `struct task_struct` members, from kernel BTF (not tracefs).
     pub task_min_flt: Field,
     pub task_maj_flt: Field,
+    /// `task_struct.delays` (a pointer) and `struct task_delay_info`
+    /// members: the kernel's per-task delay accounting.
+    pub task_delays: Field,
+    pub delay_blkio: Field,
+    pub delay_swapin: Field,
+    pub delay_freepages: Field,
+    pub delay_thrashing: Field,
+    pub delay_compact: Field,
     /// `mm_vmscan_lru_isolate` fields.
     pub lru_isolate_highest_zoneidx: Field,
     pub lru_isolate_nr_requested: Field,

@@ -246,6 +246,24 @@ pub struct ProcessFaults {
     pub major: u64,
 }
 
+/// The kernel's per-task delay accounting (the figures taskstats
+/// reports, read from each target thread's `task->delays` as it exits):
+/// time the command's tasks waited, measured by the kernel itself, an
+/// independent check on the eBPF stall histograms.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DelayReport {
+    /// kernel.task_delayacct was on for the run (else every figure is 0).
+    pub accounting_on: bool,
+    pub blkio_ns: u64,
+    /// Waiting for swap-in.
+    pub swapin_ns: u64,
+    /// In direct or memcg reclaim ("freepages").
+    pub freepages_ns: u64,
+    /// Waiting for refaulted pages (thrashing).
+    pub thrashing_ns: u64,
+    pub compact_ns: u64,
+}
+
 /// /proc/vmstat deltas over the traced window: the kernel's own view,
 /// printed next to vmtrace's so that a reader can check one with the other.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -348,6 +366,8 @@ pub struct RunReport {
     /// Every OOM victim while tracing (None: the probe was unavailable).
     pub oom_victims: Option<Vec<OomVictimReport>>,
     pub faults: FaultReport,
+    #[serde(default)]
+    pub delays: Option<DelayReport>,
     pub vmstat: VmstatDelta,
     pub dropped: Dropped,
     /// Per populated zone: pressure from every side, in one table.
@@ -546,6 +566,14 @@ impl RunReport {
             self.faults.kernel_mode_target = Some(totals.counter(Counter::KernelFaultsTarget));
         }
         if enabled("process_faults") {
+            self.delays = Some(DelayReport {
+                accounting_on: false,
+                blkio_ns: totals.counter(Counter::DelayBlkioNs),
+                swapin_ns: totals.counter(Counter::DelaySwapinNs),
+                freepages_ns: totals.counter(Counter::DelayFreepagesNs),
+                thrashing_ns: totals.counter(Counter::DelayThrashingNs),
+                compact_ns: totals.counter(Counter::DelayCompactNs),
+            });
             let mut top: Vec<ProcessFaults> = totals
                 .processes
                 .iter()

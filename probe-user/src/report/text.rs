@@ -504,6 +504,34 @@ impl RunReport {
             }
         }
 
+        if let Some(d) = &self.delays {
+            writeln!(o)?;
+            writeln!(o, "delay accounting (the kernel's, target threads at exit)")?;
+            if d.accounting_on {
+                let stalls = self
+                    .direct_reclaim
+                    .as_ref()
+                    .map_or(0, |r| r.stalls.total_ns)
+                    + self.memcg_reclaim.as_ref().map_or(0, |r| r.stalls.total_ns);
+                writeln!(
+                    o,
+                    "  reclaim {:>8}  (eBPF reclaim stalls {})",
+                    fmt_ns(d.freepages_ns),
+                    fmt_ns(stalls)
+                )?;
+                writeln!(
+                    o,
+                    "  swap-in {:>8}  thrashing {:>8}  compaction {:>8}",
+                    fmt_ns(d.swapin_ns),
+                    fmt_ns(d.thrashing_ns),
+                    fmt_ns(d.compact_ns)
+                )?;
+                writeln!(o, "  block I/O {:>6}", fmt_ns(d.blkio_ns))?;
+            } else {
+                writeln!(o, "  off: kernel.task_delayacct could not be turned on")?;
+            }
+        }
+
         let d = &self.dropped;
         if !d.evicted.is_empty() {
             writeln!(o)?;
