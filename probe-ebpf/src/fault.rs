@@ -149,6 +149,12 @@ pub fn process_exit(_ctx: TracePointContext) -> u32 {
     let (min_flt, maj_flt) = (read(f.task_min_flt), read(f.task_maj_flt));
     count(Counter::ExitedThreads, 1);
     add_delays(&f, read(f.task_delays) as *const u8);
+    if f.task_sched_info.size != 0 && f.sched_info_run_delay.size == 8 {
+        let at = f.task_sched_info.offset as usize + f.sched_info_run_delay.offset as usize;
+        // SAFETY: bpf_probe_read_kernel checks the address.
+        let ns = unsafe { bpf_probe_read_kernel(task.add(at) as *const u64).unwrap_or(0) };
+        count(Counter::DelayCpuNs, ns);
+    }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if let Some(p) = PROCESS_FAULTS.get_ptr_mut(&tgid) {
         // SAFETY: a live entry; threads of one process exiting at the same

@@ -97,6 +97,47 @@ vmtrace report --json run.vmtrace.json | jq .runs[0].report.usage"
         #[arg(long)]
         json: bool,
     },
+    /// Compare groups of recordings: is B really slower than A, and why
+    #[command(
+        long_about = "Compares groups of recordings: the files before the first --vs \
+are group A, the baseline (repeated runs of one kernel or setting); each --vs starts \
+another group. For every metric: each group's mean, the change against A and its \
+significance by Welch's t-test (* p < 0.05, ** p < 0.01, ~ within noise; with one \
+run in a group significance cannot be judged). Then where the elapsed time went \
+(user and system CPU, reclaim stalls, swap-in and refault waits from the kernel's \
+delay accounting, compaction, the rest unexplained), and the mechanisms behind the \
+difference, strongest first, each with its numbers. A difference that is not \
+significant is called within noise, and no cause is named.\n\n\
+Groups are labelled by kernel release, or on one kernel by the vm sysctl that \
+differs; --label names them. Recordings of different workloads are refused \
+(--force compares them anyway); different machines or memory limits are warned \
+about.",
+        after_help = "Examples:\n  \
+vmtrace compare old-*.vmtrace.json --vs new-*.vmtrace.json\n  \
+vmtrace compare a.vmtrace.json --vs b.vmtrace.json --label 6.1 --label 6.12 --detail\n  \
+vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json"
+    )]
+    Compare {
+        /// Recordings: group A (the baseline), then `--vs` and the
+        /// recordings of group B, and so on
+        #[arg(required = true, value_name = "FILE... --vs FILE...", allow_hyphen_values = true, num_args = 1..)]
+        files: Vec<String>,
+        /// Name a group (once per group, in order: A, B, ...)
+        #[arg(long, value_name = "NAME")]
+        label: Vec<String>,
+        /// Also show each metric's stddev, min and max
+        #[arg(long)]
+        detail: bool,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+        /// Also write the groups' latency distributions, overlaid, as SVG
+        #[arg(long, value_name = "PATH")]
+        svg: Option<PathBuf>,
+        /// Compare recordings of different workloads anyway
+        #[arg(long)]
+        force: bool,
+    },
     /// Convert a recording for mail, plots, spreadsheets or HdrHistogram tools
     #[command(
         long_about = "Writes a recording in another format, on stdout or to -o PATH:\n\n  \
@@ -197,6 +238,11 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
           value_parser = ["auto", "tty", "plain", "none"])]
     pub progress: String,
 
+    /// Set a sysctl for the runs, e.g. vm.page-cluster=0 (repeatable);
+    /// restored afterwards, also on errors and Ctrl-C
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_sysctl)]
+    pub sysctl: Vec<(String, String)>,
+
     /// No progress output (the same as --progress none)
     #[arg(short, long)]
     pub quiet: bool,
@@ -224,6 +270,14 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             Ok((b.main)(argv))
         }
         Commands::Report { files, json } => report_command(&files, json),
+        Commands::Compare {
+            files,
+            label,
+            detail,
+            json,
+            svg,
+            force,
+        } => compare_command(&files, &label, detail, json, svg.as_deref(), force),
         Commands::Export {
             files,
             format,
@@ -272,6 +326,15 @@ fn run_command(args: RunArgs) -> Result<i32> {
     };
     // Not root says so first: nothing else can work without it.
     crate::privilege::require()?;
+    // Before the environment is captured, so the recording shows them;
+    // restored when the guards drop at the end of this function.
+    let mut _sysctls = Vec::new();
+    for (name, value) in &args.sysctl {
+        if let Some(g) = crate::sysctl::SysctlOverride::set(name, value)? {
+            eprintln!("vmtrace: {name} set to {value} for the runs (restored after)");
+            _sysctls.push(g);
+        }
+    }
     let configs = crate::run::sweep(&opts)?;
     let mut workload = crate::run::workload_of(&configs[0].1);
     workload.arguments = crate::run::workload_of(&opts).arguments;
@@ -382,6 +445,78 @@ fn report_command(files: &[PathBuf], json: bool) -> Result<i32> {
     Ok(0)
 }
 
+/// `vmtrace compare`: groups of recordings side by side.
+fn compare_command(
+    args: &[String],
+    labels: &[String],
+    detail: bool,
+    json: bool,
+    svg: Option<&std::path::Path>,
+    force: bool,
+) -> Result<i32> {
+    let groups: Vec<Vec<PathBuf>> = args
+        .split(|a| a == "--vs")
+        .map(|g| g.iter().map(PathBuf::from).collect())
+        .collect();
+    if groups.len() < 2 {
+        anyhow::bail!(
+            "compare needs two groups: vmtrace compare A.vmtrace.json... --vs B.vmtrace.json..."
+        );
+    }
+    if let Some(i) = groups.iter().position(Vec::is_empty) {
+        anyhow::bail!(
+            "group {} has no recordings: give files after each --vs",
+            char::from(b'A' + (i % 26) as u8)
+        );
+    }
+    if let Some(flag) = args.iter().find(|a| a.starts_with('-') && *a != "--vs") {
+        anyhow::bail!("unknown option {flag} among the recordings; see vmtrace compare --help");
+    }
+    if labels.len() > groups.len() {
+        anyhow::bail!(
+            "{} --label given for {} groups; give one per group, in order",
+            labels.len(),
+            groups.len()
+        );
+    }
+    let recordings: Vec<Vec<Recording>> = groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|f| Recording::read(f))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<_>>()?;
+    let inputs: Vec<crate::compare::GroupInput> = groups
+        .iter()
+        .zip(&recordings)
+        .enumerate()
+        .map(|(i, (files, recs))| crate::compare::GroupInput {
+            label: labels.get(i).cloned(),
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+            recordings: recs.iter().collect(),
+        })
+        .collect();
+    let cmp = crate::compare::compare(&inputs, force)?;
+    if let Some(path) = svg {
+        check_writable(path)?;
+        let page = crate::compare::svg(&cmp, &inputs);
+        std::fs::write(path, page).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write {}: {e}; choose another path with --svg",
+                path.display()
+            )
+        })?;
+        eprintln!("vmtrace: latency plots written to {}", path.display());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+    } else {
+        print!("{}", crate::compare::text::render(&cmp, detail));
+    }
+    Ok(0)
+}
+
 /// `vmtrace export`: one recording (several for svg) in another format.
 fn export_command(
     files: &[PathBuf],
@@ -464,6 +599,25 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// `NAME=VALUE` of --sysctl; the name must exist under /proc/sys.
+fn parse_sysctl(text: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(format!("`{text}`: give NAME=VALUE, like vm.page-cluster=0"));
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains("..") || name.starts_with('/') {
+        return Err(format!("`{name}` is not a sysctl name; like vm.swappiness"));
+    }
+    let path = std::path::Path::new("/proc/sys").join(name.replace('.', "/"));
+    if !path.is_file() {
+        return Err(format!(
+            "this kernel has no sysctl {name} ({} does not exist)",
+            path.display()
+        ));
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
 /// A sampling interval: at least 10 ms, at most an hour.
 fn parse_interval(text: &str) -> Result<f64, String> {
     let v: f64 = text
@@ -478,6 +632,46 @@ fn parse_interval(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// `vmtrace compare` options and whether each takes a value.
+const COMPARE_OPTIONS: &[(&str, bool)] = &[
+    ("--label", true),
+    ("--svg", true),
+    ("--detail", false),
+    ("--json", false),
+    ("--force", false),
+    ("--help", false),
+    ("-h", false),
+];
+
+/// `vmtrace compare A... --vs B... --detail`: compare's own options may
+/// stand anywhere; they are moved in front of the recordings, which then
+/// keep their order with the `--vs` separators between groups.
+fn hoist_compare_options(argv: Vec<OsString>) -> Vec<OsString> {
+    let mut head: Vec<OsString> = argv[..2].to_vec();
+    let mut files = Vec::new();
+    let mut i = 2;
+    while i < argv.len() {
+        let a = argv[i].to_str().unwrap_or("");
+        let value = a.split_once('=').map_or(a, |(k, _)| k);
+        match COMPARE_OPTIONS.iter().find(|(o, _)| *o == value) {
+            Some((_, true)) if !a.contains('=') && i + 1 < argv.len() => {
+                head.extend_from_slice(&argv[i..i + 2]);
+                i += 2;
+            }
+            Some(_) => {
+                head.push(argv[i].clone());
+                i += 1;
+            }
+            None => {
+                files.push(argv[i].clone());
+                i += 1;
+            }
+        }
+    }
+    head.extend(files);
+    head
+}
+
 /// `vmtrace run` options and whether each takes a value.
 const RUN_OPTIONS: &[(&str, bool)] = &[
     ("--mem", true),
@@ -489,6 +683,7 @@ const RUN_OPTIONS: &[(&str, bool)] = &[
     ("--output", true),
     ("-o", true),
     ("--quiet", false),
+    ("--sysctl", true),
     ("-q", false),
     ("--json", false),
     ("--fault-latency", false),
@@ -500,6 +695,9 @@ const RUN_OPTIONS: &[(&str, bool)] = &[
 /// moved in front of the name before parsing. Only for bundled workloads
 /// (their own flags never clash with these), and not after a `--`.
 pub fn hoist_bundled_options(argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.get(1).and_then(|a| a.to_str()) == Some("compare") {
+        return hoist_compare_options(argv);
+    }
     if argv.get(1).and_then(|a| a.to_str()) != Some("run") {
         return argv;
     }

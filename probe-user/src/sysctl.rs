@@ -24,7 +24,9 @@ impl SysctlOverride {
         if old == value {
             return Ok(None);
         }
-        std::fs::write(&path, value).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, value).map_err(|e| {
+            anyhow::anyhow!("cannot set {name}={value}: {e} (it stays {old}); check the value")
+        })?;
         Ok(Some(SysctlOverride { path, old }))
     }
 }

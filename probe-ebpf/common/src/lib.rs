@@ -170,10 +170,13 @@ pub enum Counter {
     DelayFreepagesNs = 35,
     DelayThrashingNs = 36,
     DelayCompactNs = 37,
+    /// Time target threads waited for a CPU (runnable, not running):
+    /// `task_struct.sched_info.run_delay`, kept while delay accounting is on.
+    DelayCpuNs = 38,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 38;
+    pub const COUNT: u32 = 39;
 }
 
 /// Most (node, zone) pfn spans passed to the page-allocation probe.
@@ -584,6 +587,9 @@ pub struct Fields {
     pub delay_freepages: Field,
     pub delay_thrashing: Field,
     pub delay_compact: Field,
+    /// `task_struct.sched_info` (embedded) and `sched_info.run_delay`.
+    pub task_sched_info: Field,
+    pub sched_info_run_delay: Field,
     /// `mm_vmscan_lru_isolate` fields.
     pub lru_isolate_highest_zoneidx: Field,
     pub lru_isolate_nr_requested: Field,

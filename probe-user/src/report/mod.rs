@@ -262,6 +262,9 @@ pub struct DelayReport {
     /// Waiting for refaulted pages (thrashing).
     pub thrashing_ns: u64,
     pub compact_ns: u64,
+    /// Waiting for a CPU while runnable (run-queue delay).
+    #[serde(default)]
+    pub cpu_ns: u64,
 }
 
 /// /proc/vmstat deltas over the traced window: the kernel's own view,
@@ -277,6 +280,9 @@ pub struct VmstatDelta {
     pub allocstall: u64,
     /// Pages allocated, every zone (pgalloc_*).
     pub pgalloc: u64,
+    /// Refaults of recently evicted pages (workingset_refault_anon/file).
+    #[serde(default)]
+    pub refaults: u64,
 }
 
 impl VmstatDelta {
@@ -294,6 +300,7 @@ impl VmstatDelta {
             pswpin: d.get("pswpin"),
             pswpout: d.get("pswpout"),
             allocstall,
+            refaults: d.sum(&["workingset_refault_anon", "workingset_refault_file"]),
             pgalloc: d
                 .0
                 .iter()
@@ -573,6 +580,7 @@ impl RunReport {
                 freepages_ns: totals.counter(Counter::DelayFreepagesNs),
                 thrashing_ns: totals.counter(Counter::DelayThrashingNs),
                 compact_ns: totals.counter(Counter::DelayCompactNs),
+                cpu_ns: totals.counter(Counter::DelayCpuNs),
             });
             let mut top: Vec<ProcessFaults> = totals
                 .processes

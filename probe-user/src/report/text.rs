@@ -526,7 +526,12 @@ impl RunReport {
                     fmt_ns(d.thrashing_ns),
                     fmt_ns(d.compact_ns)
                 )?;
-                writeln!(o, "  block I/O {:>6}", fmt_ns(d.blkio_ns))?;
+                writeln!(
+                    o,
+                    "  block I/O {:>6}  waiting for a CPU {:>8}",
+                    fmt_ns(d.blkio_ns),
+                    fmt_ns(d.cpu_ns)
+                )?;
             } else {
                 writeln!(o, "  off: kernel.task_delayacct could not be turned on")?;
             }
