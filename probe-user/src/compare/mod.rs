@@ -683,15 +683,21 @@ fn versus(
         });
     }
     if real("waiting for a CPU") || real("kswapd CPU") || real("kswapd awake") {
+        let mut text = format!(
+            "CPU contention: waiting for a CPU {}",
+            pair("waiting for a CPU", secs)
+        );
+        if metric("kswapd CPU").is_some() {
+            text.push_str(&format!(
+                "; kswapd awake {}, CPU {}",
+                pair("kswapd awake", secs),
+                pair("kswapd CPU", secs)
+            ));
+        }
         hints.push(Hint {
             mechanism: "CPU contention",
             seconds: comp("waiting for a CPU"),
-            text: format!(
-                "CPU contention: waiting for a CPU {}; kswapd awake {}, CPU {}",
-                pair("waiting for a CPU", secs),
-                pair("kswapd awake", secs),
-                pair("kswapd CPU", secs)
-            ),
+            text,
         });
     }
     if real("refaults") || real("thrashing (delay acct)") {
