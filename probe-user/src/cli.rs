@@ -132,6 +132,7 @@ vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json"
         #[arg(long)]
         json: bool,
         /// Also write the groups' latency distributions, overlaid, as SVG
+        /// (or PNG, when PATH ends in .png)
         #[arg(long, value_name = "PATH")]
         svg: Option<PathBuf>,
         /// Compare recordings of different workloads anyway
@@ -148,8 +149,9 @@ series-csv  the time series: one row per run and step, counters cumulative\n  \
 hlog        HdrHistogram interval log (format 1.3): one tag per histogram, one\n              \
 interval per time-series step, plus <tag>.whole_run for the whole run\n  \
 svg         plots: latency percentiles (every run of every FILE overlaid) and\n              \
-pressure over time (scan/reclaim, swap, free pages vs watermarks)\n\n\
-Several FILEs are allowed for svg (overlaid); the other formats take one.",
+pressure over time (scan/reclaim, swap, free pages vs watermarks)\n  \
+png         the same plots as a PNG image (-o FILE.png)\n\n\
+Several FILEs are allowed for svg and png (overlaid); the other formats take one.",
         after_help = "Examples:\n  \
 vmtrace export run.vmtrace.json --format text > results.txt\n  \
 vmtrace export run.vmtrace.json --format hlog -o run.hlog\n  \
@@ -501,7 +503,16 @@ fn compare_command(
     if let Some(path) = svg {
         check_writable(path)?;
         let page = crate::compare::svg(&cmp, &inputs);
-        std::fs::write(path, page).map_err(|e| {
+        // A .png path gets the same plots as an image.
+        let bytes = if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+        {
+            crate::export::png::to_png(&page)?
+        } else {
+            page.into_bytes()
+        };
+        std::fs::write(path, bytes).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write {}: {e}; choose another path with --svg",
                 path.display()
@@ -524,7 +535,7 @@ fn export_command(
     output: Option<&std::path::Path>,
 ) -> Result<i32> {
     use std::io::Write;
-    if files.len() > 1 && format != "svg" {
+    if files.len() > 1 && format != "svg" && format != "png" {
         anyhow::bail!(
             "--format {format} takes one recording (got {}); run export once per file, \
              or use --format svg to overlay them",
@@ -535,9 +546,11 @@ fn export_command(
         .iter()
         .map(|f| Recording::read(f))
         .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&Recording> = recordings.iter().collect();
     let bytes = if format == "svg" {
-        let refs: Vec<&Recording> = recordings.iter().collect();
         crate::export::svg::recording_svg(&refs).into_bytes()
+    } else if format == "png" {
+        crate::export::png::to_png(&crate::export::svg::recording_svg(&refs))?
     } else {
         crate::export::render(&recordings[0], format)?
     };
@@ -555,6 +568,10 @@ fn export_command(
             }
         }
         None => {
+            use std::io::IsTerminal;
+            if format == "png" && std::io::stdout().is_terminal() {
+                anyhow::bail!("PNG is binary; write it to a file with -o plots.png");
+            }
             let mut out = std::io::stdout().lock();
             out.write_all(&bytes)
                 .and_then(|()| out.flush())

@@ -1447,8 +1447,11 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
     );
 
     let c = json_of(&compare_cmd(&a, &b, true).output().expect("compare"));
-    let text = text_ok(&mut compare_cmd(&a, &b, false));
+    let svg = dir.join("ab.svg");
+    let text = text_ok(compare_cmd(&a, &b, false).arg("--svg").arg(&svg));
     eprintln!("{text}");
+    let plot = std::fs::read_to_string(&svg).expect("compare --svg wrote the plots");
+    assert!(plot.contains("swap read request") && plot.contains("page-cluster=0"));
     for line in text.lines() {
         assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
     }

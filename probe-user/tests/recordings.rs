@@ -250,6 +250,38 @@ fn hlog_decodes_in_hdrhistogram_python() {
     }
 }
 
+#[test]
+fn plots_render_as_svg_and_png() {
+    let path = corpus().join("memhog-2runs.vmtrace.json");
+    let p = path.to_string_lossy();
+    let out = vmtrace(&["export", &p, &p, "--format", "svg"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = text(&out.stdout);
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<svg").count(), svg.matches("</svg>").count());
+    for needle in [
+        "memcg reclaim stall",
+        "percentile",
+        "latency",
+        "pages scanned",
+    ] {
+        assert!(svg.contains(needle), "no {needle:?} in the SVG");
+    }
+    assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plots.png");
+    let out = vmtrace(&[
+        "export",
+        &p,
+        "--format",
+        "png",
+        "-o",
+        &png.to_string_lossy(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bytes = std::fs::read(&png).expect("png written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

@@ -851,11 +851,18 @@ pub fn svg(c: &Comparison, inputs: &[GroupInput]) -> String {
             .collect();
         panels.push(crate::export::svg::latency_plot(h.title(), &series));
     }
-    stack(&panels)
+    let title = c
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| format!("{} {}", char::from(b'A' + (i % 26) as u8), g.label))
+        .collect::<Vec<_>>()
+        .join(" vs ");
+    stack(&format!("vmtrace compare: {title}"), &panels)
 }
 
 /// Standalone SVG documents stacked vertically in one page.
-pub fn stack(panels: &[String]) -> String {
+pub fn stack(title: &str, panels: &[String]) -> String {
     let attr = |tag: &str, name: &str| -> f64 {
         tag.split(&format!(" {name}=\""))
             .nth(1)
@@ -863,8 +870,16 @@ pub fn stack(panels: &[String]) -> String {
             .and_then(|v| v.trim_end_matches("px").parse().ok())
             .unwrap_or(0.0)
     };
-    let mut body = String::new();
-    let (mut y, mut width) = (0.0f64, 0.0f64);
+    let escaped = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    let mut body = format!(
+        "<text x=\"20\" y=\"32\" font-family=\"sans-serif\" font-size=\"20\" \
+         font-weight=\"bold\">{escaped}</text>\n"
+    );
+    let (mut y, mut width) = (48.0f64, 600.0f64);
     for p in panels {
         let Some(start) = p.find("<svg") else {
             continue;
@@ -877,7 +892,7 @@ pub fn stack(panels: &[String]) -> String {
         y += h;
         width = width.max(w);
     }
-    if body.is_empty() {
+    if panels.is_empty() {
         return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" height=\"40\">\
                 <text x=\"10\" y=\"25\" font-family=\"sans-serif\">no latency values to plot</text></svg>\n"
             .into();

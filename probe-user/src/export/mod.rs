@@ -1,9 +1,11 @@
 //! Exports of recordings: what other tools load (HdrHistogram interval
-//! logs, CSV, JSON) and what people read (mail-ready text, SVG plots).
+//! logs, CSV, JSON) and what people read (mail-ready text, SVG plots, and
+//! the same plots as PNG).
 //! Pure functions of `Recording`s.
 
 pub mod csv;
 pub mod hlog;
+pub mod png;
 pub mod svg;
 pub mod text;
 
@@ -12,7 +14,7 @@ use anyhow::{Context, Result};
 use crate::recording::Recording;
 
 /// The formats `vmtrace export --format` writes.
-pub const FORMATS: &[&str] = &["text", "json", "csv", "series-csv", "hlog", "svg"];
+pub const FORMATS: &[&str] = &["text", "json", "csv", "series-csv", "hlog", "svg", "png"];
 
 /// Renders one recording in `format`.
 pub fn render(rec: &Recording, format: &str) -> Result<Vec<u8>> {
@@ -27,6 +29,7 @@ pub fn render(rec: &Recording, format: &str) -> Result<Vec<u8>> {
         "series-csv" => csv::series(rec).into_bytes(),
         "hlog" => hlog::render(rec)?.into_bytes(),
         "svg" => svg::recording_svg(&[rec]).into_bytes(),
+        "png" => png::to_png(&svg::recording_svg(&[rec]))?,
         other => anyhow::bail!("unknown format {other}; use one of: {}", FORMATS.join(", ")),
     })
 }
