@@ -220,25 +220,43 @@ fn signed(v: f64) -> String {
 }
 
 fn write_hints(o: &mut String, g: usize, v: &Versus) {
-    if v.hints.is_empty() {
-        return;
-    }
-    let _ = writeln!(o);
-    let _ = writeln!(o, "likely mechanisms, {} vs A, strongest first:", letter(g));
-    for (i, h) in v.hints.iter().enumerate() {
-        let mut text = format!("{}. {}", i + 1, h.text);
-        if h.seconds.is_finite() && h.seconds.abs() >= 0.001 {
-            let _ = write!(
-                text,
-                " [{}{} of elapsed]",
-                if h.seconds >= 0.0 { "+" } else { "-" },
-                secs(h.seconds.abs())
-            );
+    // Mechanisms carry seconds of the elapsed difference; other
+    // significant differences are listed apart, not offered as causes.
+    let linked = |h: &&super::Hint| !h.seconds.is_finite() || h.seconds.abs() >= 0.001;
+    let (causes, others): (Vec<&super::Hint>, Vec<&super::Hint>) = v.hints.iter().partition(linked);
+    for (title, hints) in [
+        (
+            format!("likely mechanisms, {} vs A, strongest first:", letter(g)),
+            causes,
+        ),
+        (
+            format!(
+                "also different, {} vs A (no elapsed time linked):",
+                letter(g)
+            ),
+            others,
+        ),
+    ] {
+        if hints.is_empty() {
+            continue;
         }
-        for (k, line) in wrap(&text, 70).into_iter().enumerate() {
-            // wrap() indents continuation lines by 2; make it 3 under "1. ".
-            let line = if k == 0 { line } else { format!(" {line}") };
-            let _ = writeln!(o, "  {line}");
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{title}");
+        for (i, h) in hints.iter().enumerate() {
+            let mut text = format!("{}. {}", i + 1, h.text);
+            if h.seconds.is_finite() && h.seconds.abs() >= 0.001 {
+                let _ = write!(
+                    text,
+                    " [{}{} of elapsed]",
+                    if h.seconds >= 0.0 { "+" } else { "-" },
+                    secs(h.seconds.abs())
+                );
+            }
+            for (k, line) in wrap(&text, 70).into_iter().enumerate() {
+                // wrap() indents continuation lines by 2; make it 3 under "1. ".
+                let line = if k == 0 { line } else { format!(" {line}") };
+                let _ = writeln!(o, "  {line}");
+            }
         }
     }
 }
