@@ -131,6 +131,10 @@ vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json"
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
+        /// text: mail-ready (ASCII, <= 72 columns, no colour); auto: the
+        /// same, with bold headings on a terminal (NO_COLOR turns that off)
+        #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = ["auto", "text", "json"])]
+        format: String,
         /// Also write the groups' latency distributions, overlaid, as SVG
         /// (or PNG, when PATH ends in .png)
         #[arg(long, value_name = "PATH")]
@@ -277,9 +281,17 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             label,
             detail,
             json,
+            format,
             svg,
             force,
-        } => compare_command(&files, &label, detail, json, svg.as_deref(), force),
+        } => compare_command(
+            &files,
+            &label,
+            detail,
+            if json { "json" } else { format.as_str() },
+            svg.as_deref(),
+            force,
+        ),
         Commands::Export {
             files,
             format,
@@ -452,7 +464,7 @@ fn compare_command(
     args: &[String],
     labels: &[String],
     detail: bool,
-    json: bool,
+    format: &str,
     svg: Option<&std::path::Path>,
     force: bool,
 ) -> Result<i32> {
@@ -520,10 +532,16 @@ fn compare_command(
         })?;
         eprintln!("vmtrace: latency plots written to {}", path.display());
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&cmp)?);
-    } else {
-        print!("{}", crate::compare::text::render(&cmp, detail));
+    use std::io::IsTerminal;
+    match format {
+        "json" => println!("{}", serde_json::to_string_pretty(&cmp)?),
+        "auto" if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() => {
+            print!(
+                "{}",
+                crate::report::colourize(&crate::compare::text::render(&cmp, detail))
+            );
+        }
+        _ => print!("{}", crate::compare::text::render(&cmp, detail)),
     }
     Ok(0)
 }
@@ -652,6 +670,7 @@ fn parse_interval(text: &str) -> Result<f64, String> {
 /// `vmtrace compare` options and whether each takes a value.
 const COMPARE_OPTIONS: &[(&str, bool)] = &[
     ("--label", true),
+    ("--format", true),
     ("--svg", true),
     ("--detail", false),
     ("--json", false),

@@ -750,18 +750,19 @@ fn versus(
     }
 }
 
-/// Reclaim scanning shifted between zones (the seed mail's "uneven
-/// pressure on normal and DMA zones"): a zone's share of isolation scans
-/// moved by 10 points or more.
+/// Pressure shifted between zones (the seed mail's "uneven pressure on
+/// normal and DMA zones"): a zone's share of reclaim isolation scans, or
+/// of page allocations (with --page-alloc), moved by 10 points or more.
 fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
-    let shares = |runs: &[&RunReport]| -> Vec<(String, f64)> {
+    type Pick = fn(&crate::report::ZoneRow) -> u64;
+    let shares = |runs: &[&RunReport], pick: Pick| -> Vec<(String, f64)> {
         let mut per: Vec<(String, u64)> = Vec::new();
         for r in runs {
             for z in &r.zones {
                 let name = format!("{}/{}", z.node, z.zone);
                 match per.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, v)) => *v += z.isolate_scanned,
-                    None => per.push((name, z.isolate_scanned)),
+                    Some((_, v)) => *v += pick(z),
+                    None => per.push((name, pick(z))),
                 }
             }
         }
@@ -779,18 +780,28 @@ fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
             })
             .collect()
     };
-    let (sa, sb) = (shares(a), shares(b));
-    let moved: Vec<String> = sa
-        .iter()
-        .filter_map(|(n, x)| {
-            let y = sb.iter().find(|(m, _)| m == n).map_or(0.0, |(_, y)| *y);
-            ((y - x).abs() >= 10.0).then(|| format!("{n} {x:.0}% -> {y:.0}%"))
-        })
-        .collect();
-    (!moved.is_empty()).then(|| Hint {
+    let mut parts = Vec::new();
+    let picks: [(&str, Pick); 2] = [
+        ("reclaim scans", |z| z.isolate_scanned),
+        ("allocations", |z| z.allocated_pages.unwrap_or(0)),
+    ];
+    for (what, pick) in picks {
+        let (sa, sb) = (shares(a, pick), shares(b, pick));
+        let moved: Vec<String> = sa
+            .iter()
+            .filter_map(|(n, x)| {
+                let y = sb.iter().find(|(m, _)| m == n).map_or(0.0, |(_, y)| *y);
+                ((y - x).abs() >= 10.0).then(|| format!("{n} {x:.0}% -> {y:.0}%"))
+            })
+            .collect();
+        if !moved.is_empty() {
+            parts.push(format!("{what} {}", moved.join(", ")));
+        }
+    }
+    (!parts.is_empty()).then(|| Hint {
         mechanism: "zones",
         seconds: 0.0,
-        text: format!("scanning shifted between zones: {}", moved.join(", ")),
+        text: format!("pressure shifted between zones: {}", parts.join("; ")),
     })
 }
 
@@ -978,6 +989,32 @@ mod tests {
         assert_eq!(c.groups[0].label, "page-cluster=3");
         assert_eq!(c.groups[1].label, "mine");
         assert_eq!(c.settings, vec!["vm.page-cluster: 3 vs 0".to_string()]);
+    }
+
+    #[test]
+    fn zone_shift_names_the_zones_that_moved() {
+        use crate::report::ZoneRow;
+        let zone = |zone: &str, scanned: u64| ZoneRow {
+            node: 0,
+            zone: zone.into(),
+            isolate_scanned: scanned,
+            ..Default::default()
+        };
+        let a = RunReport {
+            zones: vec![zone("DMA32", 200), zone("Normal", 800)],
+            ..Default::default()
+        };
+        let b = RunReport {
+            zones: vec![zone("DMA32", 500), zone("Normal", 500)],
+            ..Default::default()
+        };
+        let h = zone_shift(&[&a], &[&b]).expect("a shift");
+        assert_eq!(
+            h.text,
+            "pressure shifted between zones: reclaim scans 0/DMA32 20% -> 50%, \
+             0/Normal 80% -> 50%"
+        );
+        assert!(zone_shift(&[&a], &[&a]).is_none());
     }
 
     #[test]
