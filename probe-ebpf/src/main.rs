@@ -13,7 +13,8 @@
 //! - `swap`: swap-out (`mm_vmscan_write_folio` of anon folios);
 //! - `oom`: OOM victims (`oom:mark_victim`);
 //! - `zone`: page allocations per zone (opt-in: a hot path);
-//! - `fault`: major-fault counts and, behind an option, fault latency.
+//! - `fault`: major-fault counts and, behind an option, fault latency;
+//! - `target`: following a process tree (attach by pid or name).
 //!
 //! Field offsets of classic tracepoints are not compiled in: userspace reads
 //! them from the running kernel's tracefs `format` files and writes them to
@@ -29,6 +30,7 @@ mod reclaim;
 mod shared;
 mod stall;
 mod swap;
+mod target;
 mod zone;
 
 #[cfg(not(test))]

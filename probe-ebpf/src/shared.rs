@@ -2,10 +2,13 @@
 //! histograms, the scalar counters, the target filter and field reads.
 
 use aya_ebpf::{
-    EbpfContext, helpers::generated::bpf_get_current_cgroup_id, macros::map, maps::PerCpuArray,
+    EbpfContext,
+    helpers::generated::bpf_get_current_cgroup_id,
+    macros::map,
+    maps::{HashMap, PerCpuArray},
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, Field, Fields, Hist, Target, hist};
+use vmtrace_common::{Counter, Field, Fields, Hist, MAX_TARGET_PIDS, Target, hist};
 
 /// Latency histograms, one cell per [`Hist`].
 #[map]
@@ -21,7 +24,18 @@ static FIELDS: Fields = Fields::ABSENT;
 
 /// Which tasks are the target (written by userspace).
 #[unsafe(no_mangle)]
-static TARGET: Target = Target { cgroup_id: 0 };
+static TARGET: Target = Target::EVERY_TASK;
+
+/// Target processes by tgid (with `TARGET.by_pid`): seeded by userspace
+/// (`attach --pid/--comm`), grown by `target::target_fork`, pruned at exit.
+#[map]
+pub static TARGET_PIDS: HashMap<u32, u8> = HashMap::with_max_entries(MAX_TARGET_PIDS, 0);
+
+#[inline(always)]
+pub fn target() -> Target {
+    // SAFETY: as in `fields`.
+    unsafe { core::ptr::read_volatile(&TARGET) }
+}
 
 #[inline(always)]
 pub fn fields() -> Fields {
@@ -33,10 +47,19 @@ pub fn fields() -> Fields {
 /// Whether the current task is one vmtrace was asked to watch.
 #[inline(always)]
 pub fn in_target() -> bool {
-    // SAFETY: as in `fields`.
-    let cgroup_id = unsafe { core::ptr::read_volatile(&TARGET.cgroup_id) };
+    let t = target();
+    if t.cgroup_id == 0 && t.by_pid == 0 {
+        return true;
+    }
     // SAFETY: the helper takes no arguments and cannot fail.
-    cgroup_id == 0 || unsafe { bpf_get_current_cgroup_id() } == cgroup_id
+    if t.cgroup_id != 0 && unsafe { bpf_get_current_cgroup_id() } == t.cgroup_id {
+        return true;
+    }
+    t.by_pid != 0 && {
+        let tgid = (aya_ebpf::helpers::bpf_get_current_pid_tgid() >> 32) as u32;
+        // SAFETY: a lookup whose value is not kept.
+        unsafe { TARGET_PIDS.get(&tgid) }.is_some()
+    }
 }
 
 #[inline(always)]

@@ -138,6 +138,8 @@ pub enum OptIn {
     FaultLatency,
     /// `--page-alloc`
     PageAlloc,
+    /// Following a process tree: `attach --pid/--comm` (not a flag).
+    FollowForks,
 }
 
 impl OptIn {
@@ -145,6 +147,7 @@ impl OptIn {
         match self {
             OptIn::FaultLatency => "--fault-latency",
             OptIn::PageAlloc => "--page-alloc",
+            OptIn::FollowForks => "attach --pid/--comm",
         }
     }
 }
@@ -382,6 +385,17 @@ pub const CATALOGUE: &[Metric] = &[
             req!("pfn", page_alloc_pfn),
             opt!("order", page_alloc_order),
         ])],
+    },
+    Metric {
+        id: "follow_forks",
+        title: "following a process tree (attach --pid/--comm)",
+        opt_in: Some(OptIn::FollowForks),
+        programs: &[
+            tp!("target_fork", "sched": "sched_process_fork", [
+                req!("child_pid", fork_child_pid),
+            ]),
+            tp!("target_exit", "sched": "sched_process_exit", []),
+        ],
     },
     Metric {
         id: "major_fault",
@@ -892,8 +906,12 @@ mod tests {
     fn every_shipped_kernel_has_every_default_metric() {
         for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
             let tracefs = TraceFs::at(&kernel_formats(release));
-            let plan =
-                plan(&tracefs, TYPES, &[OptIn::FaultLatency, OptIn::PageAlloc]).expect("plan");
+            let plan = plan(
+                &tracefs,
+                TYPES,
+                &[OptIn::FaultLatency, OptIn::PageAlloc, OptIn::FollowForks],
+            )
+            .expect("plan");
             assert!(
                 plan.unavailable.is_empty(),
                 "{release}: {:?}",

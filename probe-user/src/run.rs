@@ -265,12 +265,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         Some(cg) => {
             let id = cg.id()?;
             (
-                Target { cgroup_id: id },
+                Target {
+                    cgroup_id: id,
+                    ..Target::EVERY_TASK
+                },
                 format!("the command's tasks (cgroup {}, id {id})", cg.dir.display()),
             )
         }
         None => (
-            Target { cgroup_id: 0 },
+            Target::EVERY_TASK,
             "every task (this machine has no cgroup v2 to tell the command's apart)".into(),
         ),
     };

@@ -173,10 +173,14 @@ pub enum Counter {
     /// Time target threads waited for a CPU (runnable, not running):
     /// `task_struct.sched_info.run_delay`, kept while delay accounting is on.
     DelayCpuNs = 38,
+    /// Forked children of target processes not followed: TARGET_PIDS full.
+    TargetPidsFull = 39,
+    /// Children of target processes followed (`sched_process_fork`).
+    TargetForks = 40,
 }
 
 impl Counter {
-    pub const COUNT: u32 = 39;
+    pub const COUNT: u32 = 41;
 }
 
 /// Most (node, zone) pfn spans passed to the page-allocation probe.
@@ -589,6 +593,8 @@ pub struct Fields {
     pub delay_compact: Field,
     /// `task_struct.sched_info` (embedded) and `sched_info.run_delay`.
     pub task_sched_info: Field,
+    /// `sched_process_fork.child_pid`.
+    pub fork_child_pid: Field,
     pub sched_info_run_delay: Field,
     /// `mm_vmscan_lru_isolate` fields.
     pub lru_isolate_highest_zoneidx: Field,
@@ -625,9 +631,24 @@ impl Fields {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Target {
-    /// cgroup v2 id whose tasks are the target; 0 = every task.
+    /// cgroup v2 id whose tasks are the target (0: none by cgroup).
     pub cgroup_id: u64,
+    /// Non-zero: the processes in `TARGET_PIDS` are targets too, and the
+    /// processes they fork are added to it. With neither, every task is.
+    pub by_pid: u32,
+    pub _pad: u32,
 }
+
+impl Target {
+    pub const EVERY_TASK: Target = Target {
+        cgroup_id: 0,
+        by_pid: 0,
+        _pad: 0,
+    };
+}
+
+/// Most processes (and threads, until they exit) `TARGET_PIDS` follows.
+pub const MAX_TARGET_PIDS: u32 = 65536;
 
 /// Map and global names, shared so that a rename cannot break loading.
 pub mod names {
@@ -656,6 +677,7 @@ pub mod names {
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
     pub const TARGET: &str = "TARGET";
+    pub const TARGET_PIDS: &str = "TARGET_PIDS";
     pub const FAULT_LATENCY: &str = "FAULT_LATENCY";
 }
 
