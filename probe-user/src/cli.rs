@@ -78,6 +78,25 @@ tracefs."
         #[arg(long)]
         json: bool,
     },
+    /// Trace processes that are already running (a build someone else
+    /// started), until Ctrl-C, --duration, or they all exit
+    #[command(
+        long_about = "Attaches vmtrace's probes to processes already running and \
+reports on them as `run` does, then writes a recording. Targets: --pid PID (that \
+process and all its descendants, also those forked after attaching: followed in the \
+kernel from their first instruction), --cgroup PATH (every task in a cgroup v2 \
+directory, by cgroup id; for a v1 cgroup, its processes now and what they fork), \
+--comm NAME (processes with that name and their descendants). Targets combine; with \
+none, every task is traced. Stops on Ctrl-C, SIGTERM or SIGHUP, after --duration, \
+or when every target has exited. Processes attached to were not started by vmtrace: \
+the report has no exit status or rusage, the delay accounting covers threads that \
+exit while attached.",
+        after_help = "Examples:\n  \
+sudo vmtrace attach --pid $(pgrep -o make) --lines 1\n  \
+sudo vmtrace attach --cgroup /sys/fs/cgroup/system.slice/build.service --duration 60\n  \
+sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json"
+    )]
+    Attach(AttachArgs),
     /// Print the report of one or more recordings
     #[command(
         long_about = "Prints what `run` printed, from recordings: the machine and \
@@ -258,6 +277,97 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
     pub command: Vec<OsString>,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct AttachArgs {
+    /// A process to trace, with its descendants (repeatable)
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// A cgroup directory whose tasks to trace (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Vec<PathBuf>,
+    /// Processes with this name (comm), with their descendants (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub comm: Vec<String>,
+    /// Stop after SECS seconds
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub duration: Option<f64>,
+    /// Print a compact line every SECS seconds while attached (vmstat-like)
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub lines: Option<f64>,
+    /// Seconds between time-series snapshots
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_interval)]
+    pub interval: f64,
+    /// Time every user page fault of the targets (costs the fault path)
+    #[arg(long)]
+    pub fault_latency: bool,
+    /// Count page allocations per zone (a hot path)
+    #[arg(long)]
+    pub page_alloc: bool,
+    /// Write the recording to PATH [default:
+    /// ./vmtrace-attach-KERNEL-UTCTIME.vmtrace.json]
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Print the report as JSON on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `vmtrace attach`: the report and the recording of the window.
+fn attach_command(args: AttachArgs) -> Result<i32> {
+    crate::privilege::require()?;
+    let mut words = vec!["attach".to_string()];
+    for p in &args.pid {
+        words.push(format!("--pid {p}"));
+    }
+    for c in &args.cgroup {
+        words.push(format!("--cgroup {}", c.display()));
+    }
+    for c in &args.comm {
+        words.push(format!("--comm {c}"));
+    }
+    let workload = crate::recording::Workload {
+        name: "attach".into(),
+        arguments: words[1..].to_vec(),
+        seed: None,
+    };
+    let path = args.output.clone().unwrap_or_else(|| {
+        Recording::default_path(
+            "attach",
+            &crate::run::kernel_release(),
+            std::time::SystemTime::now(),
+        )
+    });
+    check_writable(&path)?;
+    let opts = crate::attach::AttachOptions {
+        pids: args.pid,
+        cgroups: args.cgroup,
+        comms: args.comm,
+        duration: args.duration.map(Duration::from_secs_f64),
+        lines: args.lines.map(Duration::from_secs_f64),
+        interval: Duration::from_secs_f64(args.interval),
+        fault_latency: args.fault_latency,
+        page_alloc: args.page_alloc,
+        progress: None,
+    };
+    let mut recording = Recording::new(workload, Environment::capture());
+    let report = crate::attach::attach(&opts, words)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    if report.exit.interrupted {
+        recording.mark_incomplete("stopped by a signal");
+    }
+    recording.runs.push(RecordedRun {
+        label: String::new(),
+        report,
+    });
+    recording.write(&path, crate::recording::sudo_owner())?;
+    eprintln!("vmtrace: recording written to {}", path.display());
+    Ok(0)
+}
+
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
@@ -276,6 +386,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             Ok((b.main)(argv))
         }
         Commands::Report { files, json } => report_command(&files, json),
+        Commands::Attach(args) => attach_command(args),
         Commands::Compare {
             files,
             label,

@@ -2,6 +2,7 @@
 //! testable without the binary. Data flows one way: `probes` (kernel
 //! programs) and /proc -> `collect` -> `report`.
 
+pub mod attach;
 pub mod btf;
 pub mod cli;
 pub mod collect;

@@ -387,17 +387,6 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "follow_forks",
-        title: "following a process tree (attach --pid/--comm)",
-        opt_in: Some(OptIn::FollowForks),
-        programs: &[
-            tp!("target_fork", "sched": "sched_process_fork", [
-                req!("child_pid", fork_child_pid),
-            ]),
-            tp!("target_exit", "sched": "sched_process_exit", []),
-        ],
-    },
-    Metric {
         id: "major_fault",
         title: "major fault counts",
         opt_in: None,
@@ -468,6 +457,20 @@ pub const CATALOGUE: &[Metric] = &[
                 fields: &[],
                 members: &[],
             },
+        ],
+    },
+    // Last: its exit program leaves the target set, so it must run after
+    // every other program on sched_process_exit (programs on one
+    // tracepoint run in the order they were attached).
+    Metric {
+        id: "follow_forks",
+        title: "following a process tree (attach --pid/--comm)",
+        opt_in: Some(OptIn::FollowForks),
+        programs: &[
+            tp!("target_fork", "sched": "sched_process_fork", [
+                req!("child_pid", fork_child_pid),
+            ]),
+            tp!("target_exit", "sched": "sched_process_exit", []),
         ],
     },
 ];
@@ -680,6 +683,32 @@ pub struct Probes {
 }
 
 impl Probes {
+    /// Adds processes to the followed set (`attach --pid/--comm`).
+    pub fn follow(&mut self, pids: &[u32]) -> Result<()> {
+        let map = self
+            .ebpf
+            .map_mut(names::TARGET_PIDS)
+            .context("the eBPF object has no TARGET_PIDS map")?;
+        let mut map: aya::maps::HashMap<_, u32, u8> =
+            aya::maps::HashMap::try_from(map).context("TARGET_PIDS")?;
+        for &pid in pids {
+            map.insert(pid, 1, 0)
+                .with_context(|| format!("following pid {pid}"))?;
+        }
+        Ok(())
+    }
+
+    /// The processes (and threads) followed now.
+    pub fn followed(&self) -> Vec<u32> {
+        let Some(map) = self.ebpf.map(names::TARGET_PIDS) else {
+            return Vec::new();
+        };
+        match aya::maps::HashMap::<_, u32, u8>::try_from(map) {
+            Ok(m) => m.keys().flatten().collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Passes pending eBPF log records on to the `log` crate.
     pub fn flush_log(&mut self) {
         if let Some(l) = &mut self.logger {

@@ -245,22 +245,6 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let mut signals = rt.block_on(async { Signals::new() })?;
 
     let membox = MemBox::create(&opts.spec)?;
-    let (live, _tracefs_mount) = TraceFs::live()?;
-    // Layouts may be read from another tree (a copy with a tracepoint
-    // removed, in the tests); attaching always uses the live tracefs.
-    let tracefs = match std::env::var_os(FORMATS_ENV) {
-        Some(dir) => TraceFs::at(Path::new(&dir)),
-        None => live,
-    };
-    let btf = kernel_btf();
-    let mut opted_in = Vec::new();
-    if opts.fault_latency {
-        opted_in.push(probes::OptIn::FaultLatency);
-    }
-    if opts.page_alloc {
-        opted_in.push(probes::OptIn::PageAlloc);
-    }
-    let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), &opted_in)?;
     let (target, target_text) = match membox.v2_cgroup() {
         Some(cg) => {
             let id = cg.id()?;
@@ -277,92 +261,34 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             "every task (this machine has no cgroup v2 to tell the command's apart)".into(),
         ),
     };
+    let mut opted_in = Vec::new();
+    if opts.fault_latency {
+        opted_in.push(probes::OptIn::FaultLatency);
+    }
+    if opts.page_alloc {
+        opted_in.push(probes::OptIn::PageAlloc);
+    }
     // After the box: its swapfile is one of the areas.
-    let swap_layout = swapdev::SwapLayout::read().unwrap_or_else(|e| {
-        eprintln!("vmtrace: notice: swap areas unreadable, swap I/O not timed: {e:#}");
-        swapdev::SwapLayout::default()
-    });
-    let zones = std::fs::read_to_string("/proc/zoneinfo")
-        .map(|z| sample::parse_zoneinfo(&z))
-        .unwrap_or_default();
-    let layout = probes::Layout {
-        target,
-        swap: swap_layout.to_global(),
-        zones: sample::zone_spans(&zones),
-        fault_latency: plan.is_enabled("fault_latency"),
-    };
-    let mut probes = probes::attach(plan, &layout)?;
-    let mut unavailable: Vec<Unavailable> = probes
-        .plan
-        .unavailable
-        .iter()
-        .chain(probes.attach_failures.iter())
-        .map(|(metric, reason)| Unavailable {
-            metric: metric.to_string(),
-            reason: reason.clone(),
-        })
-        .collect();
-    for u in &unavailable {
-        eprintln!("vmtrace: notice: {} unavailable: {}", u.metric, u.reason);
-    }
-    let partial: Vec<Unavailable> = probes
-        .plan
-        .partial
-        .iter()
-        .map(|(metric, reason)| Unavailable {
-            metric: metric.to_string(),
-            reason: reason.clone(),
-        })
-        .collect();
-    for u in &partial {
-        eprintln!("vmtrace: notice: {} incomplete: {}", u.metric, u.reason);
-    }
+    let mut tracer = Tracer::attach(target, &opted_in)?;
     if rt.block_on(signals.pending()).is_some() {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
-    // The kernel's delay accounting, read at each target thread's exit:
-    // on for the run (restored by the guard, also on errors).
-    let delayacct = crate::sysctl::SysctlOverride::set("kernel.task_delayacct", "1");
-    let delayacct_on = match &delayacct {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("vmtrace: notice: delay accounting unavailable: {e:#}");
-            false
-        }
-    };
-    let kswapd_cpu_before = collect::kswapd_cpu();
-    let before = VmStat::read()?;
-    let started = Instant::now();
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let started_mono_ns = collect::monotonic_ns();
+    let window = Window::open()?;
     let pid = spawn(&opts.command, &membox)?;
     let mut watch = Watch {
-        membox: &membox,
-        probes: &mut probes,
+        membox: Some(&membox),
+        probes: &mut tracer.probes,
         progress: opts.progress,
         interval: opts.interval,
-        vmstat_start: &before,
+        vmstat_start: &window.before,
         psi_start: sample::read_psi(),
         samples: Vec::new(),
         hists_before: Vec::new(),
     };
     let waited = rt.block_on(wait(pid, &mut signals, &mut watch))?;
-    swap_layout.wait_idle(Duration::from_secs(2));
     let samples = std::mem::take(&mut watch.samples);
-    let wall = started.elapsed();
-    let after = VmStat::read()?;
-    let kswapd_cpu_after = collect::kswapd_cpu();
-    let totals = collect::read(&probes)?;
-    drop(delayacct);
-    let misses = probes.misses();
-    probes.flush_log();
-    probes.drain_oom();
-    let oom_victims = std::mem::take(&mut probes.oom_victims);
-    let enabled = probes.plan.enabled.clone();
-    drop(probes);
+    let mut report = window.close(tracer, samples)?;
     let box_report = membox.report();
     drop(membox);
 
@@ -371,74 +297,208 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let (code, sig) = decode_status(waited.status);
     let oom_killed = sig == Some(libc::SIGKILL)
         && (box_report.oom_kills.unwrap_or(0) > 0
-            || oom_victims
+            || report
+                .oom_victims
                 .iter()
-                .any(|v| v.target != 0 && v.pid as i32 == pid));
-    let mut report = RunReport {
-        vmtrace_version: env!("CARGO_PKG_VERSION").into(),
-        kernel_release: kernel_release(),
-        command: opts.label.clone().unwrap_or_else(|| {
-            opts.command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect()
-        }),
-        pid: pid as u32,
-        started_unix_s,
-        target: target_text,
-        exit: Exit {
-            code,
-            signal: sig,
-            oom_killed,
-            interrupted: waited.interrupted,
-        },
-        usage: Usage {
-            wall_s: wall.as_secs_f64(),
-            user_s: tv(ru.ru_utime),
-            sys_s: tv(ru.ru_stime),
-            minor_faults: ru.ru_minflt as u64,
-            major_faults: ru.ru_majflt as u64,
-            max_rss_bytes: ru.ru_maxrss as u64 * 1024,
-            in_blocks: ru.ru_inblock as u64,
-            out_blocks: ru.ru_oublock as u64,
-        },
-        membox: (opts.spec.mem_limit.is_some() || opts.spec.swap.is_some()).then_some(box_report),
-        vmstat: VmstatDelta::from_delta(&VmStat::delta(&before, &after)),
-        ..Default::default()
-    };
-    report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
-    if let Some(d) = report.delays.as_mut() {
-        d.accounting_on = delayacct_on;
-    }
-    report.dropped.program_misses = misses.iter().map(|(p, n)| (p.to_string(), *n)).collect();
-    if enabled.contains(&"kswapd") || enabled.contains(&"kswapd_wakeups") {
-        let cpu: Vec<(u32, f64, f64)> = kswapd_cpu_after
+                .flatten()
+                .any(|v| v.target && v.pid as i32 == pid));
+    report.command = opts.label.clone().unwrap_or_else(|| {
+        opts.command
             .iter()
-            .map(|&(node, after)| {
-                let before = kswapd_cpu_before
-                    .iter()
-                    .find(|(n, _)| *n == node)
-                    .map_or(after, |(_, b)| *b);
-                (node, before, after)
-            })
-            .collect();
-        let zones = std::fs::read_to_string("/proc/zoneinfo")
-            .map(|z| collect::zone_names(&z))
-            .unwrap_or_default();
-        report.add_kswapd(&totals, &cpu, &zones);
-    }
-    if enabled.contains(&"oom") {
-        report.add_oom_victims(&oom_victims, started_mono_ns);
-    }
-    report.unavailable.append(&mut unavailable);
-    report.partial = partial;
-    report.add_zones(&totals, &samples, enabled.contains(&"page_alloc"));
-    if enabled.contains(&"swap_io") {
-        report.add_swap_io(&totals, &swap_layout);
-    }
-    report.timeline = samples;
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    });
+    report.pid = pid as u32;
+    report.target = target_text;
+    report.exit = Exit {
+        code,
+        signal: sig,
+        oom_killed,
+        interrupted: waited.interrupted,
+    };
+    report.usage = Usage {
+        wall_s: report.usage.wall_s,
+        user_s: tv(ru.ru_utime),
+        sys_s: tv(ru.ru_stime),
+        minor_faults: ru.ru_minflt as u64,
+        major_faults: ru.ru_majflt as u64,
+        max_rss_bytes: ru.ru_maxrss as u64 * 1024,
+        in_blocks: ru.ru_inblock as u64,
+        out_blocks: ru.ru_oublock as u64,
+    };
+    report.membox =
+        (opts.spec.mem_limit.is_some() || opts.spec.swap.is_some()).then_some(box_report);
     let exit_code = code.unwrap_or_else(|| 128 + sig.unwrap_or(0));
     Ok(RunOutcome { report, exit_code })
+}
+
+/// The probes, attached for a target, and what they were attached with:
+/// what `run` and `attach` share.
+pub struct Tracer {
+    pub probes: probes::Probes,
+    pub swap_layout: swapdev::SwapLayout,
+    pub unavailable: Vec<Unavailable>,
+    pub partial: Vec<Unavailable>,
+}
+
+impl Tracer {
+    /// Resolves fields (tracefs, BTF), plans and attaches every program,
+    /// saying which metrics are unavailable or incomplete.
+    pub fn attach(target: Target, opted_in: &[probes::OptIn]) -> Result<Tracer> {
+        let (live, _tracefs_mount) = TraceFs::live()?;
+        // Layouts may be read from another tree (a copy with a tracepoint
+        // removed, in the tests); attaching always uses the live tracefs.
+        let tracefs = match std::env::var_os(FORMATS_ENV) {
+            Some(dir) => TraceFs::at(Path::new(&dir)),
+            None => live,
+        };
+        let btf = kernel_btf();
+        let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), opted_in)?;
+        let swap_layout = swapdev::SwapLayout::read().unwrap_or_else(|e| {
+            eprintln!("vmtrace: notice: swap areas unreadable, swap I/O not timed: {e:#}");
+            swapdev::SwapLayout::default()
+        });
+        let zones = std::fs::read_to_string("/proc/zoneinfo")
+            .map(|z| sample::parse_zoneinfo(&z))
+            .unwrap_or_default();
+        let layout = probes::Layout {
+            target,
+            swap: swap_layout.to_global(),
+            zones: sample::zone_spans(&zones),
+            fault_latency: plan.is_enabled("fault_latency"),
+        };
+        let probes = probes::attach(plan, &layout)?;
+        let listed = |v: &[(&'static str, String)]| -> Vec<Unavailable> {
+            v.iter()
+                .map(|(metric, reason)| Unavailable {
+                    metric: metric.to_string(),
+                    reason: reason.clone(),
+                })
+                .collect()
+        };
+        let mut unavailable = listed(&probes.plan.unavailable);
+        unavailable.extend(listed(&probes.attach_failures));
+        for u in &unavailable {
+            eprintln!("vmtrace: notice: {} unavailable: {}", u.metric, u.reason);
+        }
+        let partial = listed(&probes.plan.partial);
+        for u in &partial {
+            eprintln!("vmtrace: notice: {} incomplete: {}", u.metric, u.reason);
+        }
+        Ok(Tracer {
+            probes,
+            swap_layout,
+            unavailable,
+            partial,
+        })
+    }
+}
+
+/// The traced window: the machine's counters when it opened, and delay
+/// accounting switched on for its length.
+pub struct Window {
+    pub before: VmStat,
+    kswapd_cpu_before: Vec<(u32, f64)>,
+    started: Instant,
+    started_unix_s: f64,
+    started_mono_ns: u64,
+    delayacct: Option<crate::sysctl::SysctlOverride>,
+    delayacct_on: bool,
+}
+
+impl Window {
+    pub fn open() -> Result<Window> {
+        // The kernel's delay accounting, read at each target thread's
+        // exit: on for the window (restored by the guard, also on errors).
+        let (delayacct, delayacct_on) =
+            match crate::sysctl::SysctlOverride::set("kernel.task_delayacct", "1") {
+                Ok(guard) => (guard, true),
+                Err(e) => {
+                    eprintln!("vmtrace: notice: delay accounting unavailable: {e:#}");
+                    (None, false)
+                }
+            };
+        Ok(Window {
+            kswapd_cpu_before: collect::kswapd_cpu(),
+            before: VmStat::read()?,
+            started: Instant::now(),
+            started_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            started_mono_ns: collect::monotonic_ns(),
+            delayacct,
+            delayacct_on,
+        })
+    }
+
+    /// Closes the window: reads every map and counter, detaches the
+    /// probes, and returns the report of what the kernel side measured
+    /// (the caller adds the command, exit and usage).
+    pub fn close(self, tracer: Tracer, samples: Vec<sample::Sample>) -> Result<RunReport> {
+        let Tracer {
+            mut probes,
+            swap_layout,
+            unavailable,
+            partial,
+        } = tracer;
+        swap_layout.wait_idle(Duration::from_secs(2));
+        let wall = self.started.elapsed();
+        let after = VmStat::read()?;
+        let kswapd_cpu_after = collect::kswapd_cpu();
+        let totals = collect::read(&probes)?;
+        drop(self.delayacct);
+        let misses = probes.misses();
+        probes.flush_log();
+        probes.drain_oom();
+        let oom_victims = std::mem::take(&mut probes.oom_victims);
+        let enabled = probes.plan.enabled.clone();
+        drop(probes);
+
+        let mut report = RunReport {
+            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
+            kernel_release: kernel_release(),
+            started_unix_s: self.started_unix_s,
+            usage: Usage {
+                wall_s: wall.as_secs_f64(),
+                ..Default::default()
+            },
+            vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &after)),
+            ..Default::default()
+        };
+        report.add_kernel_totals(&totals, &|id| enabled.contains(&id));
+        if let Some(d) = report.delays.as_mut() {
+            d.accounting_on = self.delayacct_on;
+        }
+        report.dropped.program_misses = misses.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+        if enabled.contains(&"kswapd") || enabled.contains(&"kswapd_wakeups") {
+            let cpu: Vec<(u32, f64, f64)> = kswapd_cpu_after
+                .iter()
+                .map(|&(node, after)| {
+                    let before = self
+                        .kswapd_cpu_before
+                        .iter()
+                        .find(|(n, _)| *n == node)
+                        .map_or(after, |(_, b)| *b);
+                    (node, before, after)
+                })
+                .collect();
+            let zones = std::fs::read_to_string("/proc/zoneinfo")
+                .map(|z| collect::zone_names(&z))
+                .unwrap_or_default();
+            report.add_kswapd(&totals, &cpu, &zones);
+        }
+        if enabled.contains(&"oom") {
+            report.add_oom_victims(&oom_victims, self.started_mono_ns);
+        }
+        report.unavailable = unavailable;
+        report.partial = partial;
+        report.add_zones(&totals, &samples, enabled.contains(&"page_alloc"));
+        if enabled.contains(&"swap_io") {
+            report.add_swap_io(&totals, &swap_layout);
+        }
+        report.timeline = samples;
+        Ok(report)
+    }
 }
 
 /// A missing command is reported before anything is set up.
@@ -498,14 +558,14 @@ struct Waited {
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught for the whole run.
-struct Signals {
+pub(crate) struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
 }
 
 impl Signals {
-    fn new() -> Result<Signals> {
+    pub(crate) fn new() -> Result<Signals> {
         let s = |k| signal(k).context("installing signal handlers");
         Ok(Signals {
             int: s(SignalKind::interrupt())?,
@@ -514,7 +574,7 @@ impl Signals {
         })
     }
 
-    async fn next(&mut self) -> i32 {
+    pub(crate) async fn next(&mut self) -> i32 {
         tokio::select! {
             _ = self.int.recv() => libc::SIGINT,
             _ = self.term.recv() => libc::SIGTERM,
@@ -533,25 +593,25 @@ impl Signals {
 }
 
 /// What the wait loop watches and collects besides the child.
-struct Watch<'a> {
-    membox: &'a MemBox,
-    probes: &'a mut probes::Probes,
-    progress: Progress,
-    interval: Duration,
-    vmstat_start: &'a VmStat,
-    psi_start: Option<sample::Psi>,
-    samples: Vec<sample::Sample>,
+pub(crate) struct Watch<'a> {
+    pub(crate) membox: Option<&'a MemBox>,
+    pub(crate) probes: &'a mut probes::Probes,
+    pub(crate) progress: Progress,
+    pub(crate) interval: Duration,
+    pub(crate) vmstat_start: &'a VmStat,
+    pub(crate) psi_start: Option<sample::Psi>,
+    pub(crate) samples: Vec<sample::Sample>,
     /// Each kernel histogram's counts at the previous sample.
-    hists_before: Vec<Vec<u64>>,
+    pub(crate) hists_before: Vec<Vec<u64>>,
 }
 
 impl Watch<'_> {
-    fn sample(&mut self, t_s: f64) {
+    pub(crate) fn sample(&mut self, t_s: f64) {
         self.probes.drain_oom();
         self.probes.flush_log();
         if let Ok(t) = collect::read(self.probes) {
             let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
-            s.box_bytes = self.membox.usage_bytes();
+            s.box_bytes = self.membox.and_then(MemBox::usage_bytes);
             for h in vmtrace_common::Hist::ALL {
                 let now = t.hist(h);
                 let before = self.hists_before.get(h as usize).map_or(&[][..], |v| v);
@@ -576,7 +636,7 @@ impl Watch<'_> {
     }
 
     /// The status line, rewritten in place (terminal only).
-    fn show_status(&self) {
+    pub(crate) fn show_status(&self) {
         if self.progress == Progress::Tty
             && let Some(line) = self.progress_line()
         {
@@ -586,19 +646,23 @@ impl Watch<'_> {
         }
     }
 
-    fn print_progress(&self) {
+    pub(crate) fn print_progress(&self) {
         if let Some(line) = self.progress_line() {
             eprintln!("vmtrace: {line}");
         }
     }
 
     /// Erases the status line before anything else is printed.
-    fn clear_status(&self) {
+    pub(crate) fn clear_status(&self) {
         if self.progress == Progress::Tty {
             eprint!("\r\x1b[K");
         }
     }
 }
+
+/// What the columns of the progress lines are.
+pub const PROGRESS_HEADER: &str = "elapsed, then rates over the last step: all faults, major faults of the \
+     target, its reclaims, swap-outs and swap-ins (pages), box memory";
 
 /// The progress line of the last step: elapsed, rates over the step
 /// and the box's memory.
@@ -698,7 +762,9 @@ async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Wait
                     eprintln!("vmtrace: killing the command");
                     // SAFETY: as above.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
-                    w.membox.kill_all();
+                    if let Some(b) = w.membox {
+                        b.kill_all();
+                    }
                 }
             }
             _ = sample_tick.tick() => {

@@ -344,6 +344,10 @@ pub struct RunReport {
     /// When the command started, seconds since the epoch.
     #[serde(default)]
     pub started_unix_s: f64,
+    /// `vmtrace attach`: the processes were running already; no rusage,
+    /// no exit status.
+    #[serde(default)]
+    pub attached: bool,
     /// Which tasks the per-task metrics cover.
     pub target: String,
     pub exit: Exit,

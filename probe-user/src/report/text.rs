@@ -14,7 +14,9 @@ impl RunReport {
         for line in self.oom_lines() {
             writeln!(o, "{line}")?;
         }
-        writeln!(o, "{}", self.time_line())?;
+        if !self.attached {
+            writeln!(o, "{}", self.time_line())?;
+        }
         if let Some(line) = self.kswapd_line() {
             writeln!(o, "{line}")?;
         }
@@ -61,18 +63,28 @@ impl RunReport {
         if e.interrupted {
             status.push_str(" (vmtrace interrupted)");
         }
-        writeln!(o, "exit:     {status}")?;
         let u = &self.usage;
-        writeln!(
-            o,
-            "time:     {:.2} s elapsed, {:.2} s user, {:.2} s system",
-            u.wall_s, u.user_s, u.sys_s
-        )?;
-        writeln!(
-            o,
-            "faults:   {} minor, {} major (rusage)",
-            u.minor_faults, u.major_faults
-        )?;
+        if self.attached {
+            // Not vmtrace's children: no exit status, no rusage.
+            let how = if e.interrupted {
+                "stopped by a signal"
+            } else {
+                "ended"
+            };
+            writeln!(o, "attached: {:.2} s, {how}", u.wall_s)?;
+        } else {
+            writeln!(o, "exit:     {status}")?;
+            writeln!(
+                o,
+                "time:     {:.2} s elapsed, {:.2} s user, {:.2} s system",
+                u.wall_s, u.user_s, u.sys_s
+            )?;
+            writeln!(
+                o,
+                "faults:   {} minor, {} major (rusage)",
+                u.minor_faults, u.major_faults
+            )?;
+        }
         let mut mem = format!("memory:   max RSS {}", human(u.max_rss_bytes));
         if let Some(b) = &self.membox {
             if let Some(p) = b.peak_bytes {
@@ -82,7 +94,9 @@ impl RunReport {
                 let _ = write!(mem, ", {k} OOM kill(s)");
             }
         }
-        writeln!(o, "{mem}")?;
+        if !self.attached {
+            writeln!(o, "{mem}")?;
+        }
         let v = &self.vmstat;
         writeln!(
             o,

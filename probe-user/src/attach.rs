@@ -1,0 +1,357 @@
+//! `vmtrace attach`: trace a job that is already running. Targets are
+//! processes (`--pid`, `--comm`) with their descendants, forked ones
+//! included (followed in the kernel from their first instruction), and
+//! cgroups (`--cgroup`: a v2 cgroup by id, a v1 cgroup by the processes in
+//! it and what they fork); none means every task. Stops on Ctrl-C,
+//! SIGTERM or SIGHUP, after `--duration`, or when every target has exited.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use vmtrace_common::Target;
+
+use crate::{
+    privilege, probes,
+    report::{Exit, RunReport},
+    run::{Progress, Signals, Tracer, Watch, Window},
+    sample,
+};
+
+#[derive(Clone, Debug, Default)]
+pub struct AttachOptions {
+    pub pids: Vec<u32>,
+    pub cgroups: Vec<PathBuf>,
+    pub comms: Vec<String>,
+    pub duration: Option<Duration>,
+    /// Print a compact line this often (like `vmstat 1`).
+    pub lines: Option<Duration>,
+    /// Time-series sampling interval.
+    pub interval: Duration,
+    pub fault_latency: bool,
+    pub page_alloc: bool,
+    pub progress: Option<Progress>,
+}
+
+/// What the options name, resolved against the running system.
+#[derive(Debug, Default)]
+pub struct Targets {
+    pub target: Target,
+    /// Processes to follow from the start (and their descendants).
+    pub seed: Vec<u32>,
+    /// A v2 cgroup whose emptiness ends the trace.
+    pub cgroup_dir: Option<PathBuf>,
+    pub text: String,
+}
+
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
+pub fn resolve(opts: &AttachOptions) -> Result<Targets> {
+    let mut t = Targets {
+        target: Target::EVERY_TASK,
+        ..Default::default()
+    };
+    let mut what = Vec::new();
+    for &pid in &opts.pids {
+        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("no process with pid {pid}; check it with `ps -p {pid}` (it may have exited)");
+        }
+        t.seed.push(pid);
+        what.push(format!("pid {pid}"));
+    }
+    for name in &opts.comms {
+        let found = processes_named(name);
+        if found.is_empty() {
+            bail!(
+                "no process named {name}: give the name `ps -o comm` shows \
+                 (at most 15 characters)"
+            );
+        }
+        what.push(format!("{name} ({} processes)", found.len()));
+        t.seed.extend(found);
+    }
+    for dir in &opts.cgroups {
+        if !dir.join("cgroup.procs").is_file() {
+            bail!(
+                "{} is not a cgroup (it has no cgroup.procs); give a directory under \
+                 /sys/fs/cgroup",
+                dir.display()
+            );
+        }
+        if is_cgroup2(dir) && t.target.cgroup_id == 0 {
+            let id = std::fs::metadata(dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .ino();
+            t.target.cgroup_id = id;
+            t.cgroup_dir = Some(dir.clone());
+            what.push(format!("cgroup {} (id {id})", dir.display()));
+        } else {
+            // A v1 cgroup (or a second v2 one): its processes now and
+            // what they fork.
+            let procs = cgroup_procs(dir);
+            what.push(format!(
+                "the {} processes of cgroup {}",
+                procs.len(),
+                dir.display()
+            ));
+            t.seed.extend(procs);
+        }
+    }
+    if !t.seed.is_empty() {
+        t.seed = with_descendants(&t.seed);
+        t.target.by_pid = 1;
+    }
+    t.text = if what.is_empty() {
+        "every task (system-wide)".into()
+    } else {
+        format!("{} and their descendants", what.join(", "))
+    };
+    Ok(t)
+}
+
+fn is_cgroup2(dir: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills a struct we own from a valid path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0)
+        && i64::from(st.f_type as i32 as u32) == CGROUP2_SUPER_MAGIC
+}
+
+fn cgroup_procs(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Every process: (pid, parent pid, comm), from /proc/*/stat.
+fn process_table() -> Vec<(u32, u32, String)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            parse_stat(&stat).map(|(ppid, comm)| (pid, ppid, comm))
+        })
+        .collect()
+}
+
+/// (ppid, comm) of a /proc/PID/stat line; comm may hold spaces and `)`.
+pub fn parse_stat(stat: &str) -> Option<(u32, String)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let mut rest = stat.get(close + 1..)?.split_whitespace();
+    let _state = rest.next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((ppid, comm))
+}
+
+fn processes_named(name: &str) -> Vec<u32> {
+    process_table()
+        .into_iter()
+        .filter(|(_, _, comm)| comm == name)
+        .map(|(pid, _, _)| pid)
+        .collect()
+}
+
+/// The roots and every process below them.
+pub fn with_descendants(roots: &[u32]) -> Vec<u32> {
+    descendants_in(roots, &process_table())
+}
+
+fn descendants_in(roots: &[u32], table: &[(u32, u32, String)]) -> Vec<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for &(pid, ppid, _) in table {
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut seen: BTreeSet<u32> = BTreeSet::new();
+    let mut stack: Vec<u32> = roots.to_vec();
+    while let Some(p) = stack.pop() {
+        if seen.insert(p) {
+            stack.extend(children.get(&p).into_iter().flatten());
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// Attaches, traces until told to stop or the targets are gone, and
+/// returns the report of the window.
+pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
+    privilege::require()?;
+    let targets = resolve(opts)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut signals = rt.block_on(async { Signals::new() })?;
+    let mut opted_in = Vec::new();
+    if opts.fault_latency {
+        opted_in.push(probes::OptIn::FaultLatency);
+    }
+    if opts.page_alloc {
+        opted_in.push(probes::OptIn::PageAlloc);
+    }
+    if targets.target.by_pid != 0 {
+        opted_in.push(probes::OptIn::FollowForks);
+    }
+    let mut tracer = Tracer::attach(targets.target, &opted_in)?;
+    if targets.target.by_pid != 0 {
+        tracer.probes.follow(&targets.seed)?;
+        // Children forked between the scan and the fork program: once more.
+        tracer.probes.follow(&with_descendants(&targets.seed))?;
+    }
+    eprintln!("vmtrace: attached to {}", targets.text);
+    let window = Window::open()?;
+    let started = Instant::now();
+    let mut watch = Watch {
+        membox: None,
+        probes: &mut tracer.probes,
+        progress: opts.progress.unwrap_or(Progress::Quiet),
+        interval: opts.interval,
+        vmstat_start: &window.before,
+        psi_start: sample::read_psi(),
+        samples: Vec::new(),
+        hists_before: Vec::new(),
+    };
+    let why = rt.block_on(async {
+        let start = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval_at(start + opts.interval, opts.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let lines = opts.lines.unwrap_or(Duration::from_secs(3600));
+        let mut line_tick = tokio::time::interval_at(start + lines, lines);
+        let until = start
+            + opts
+                .duration
+                .unwrap_or(Duration::from_secs(u32::MAX as u64));
+        if opts.lines.is_some() {
+            eprintln!("vmtrace: {}", crate::run::PROGRESS_HEADER);
+        }
+        loop {
+            tokio::select! {
+                _ = signals.next() => return Stop::Signal,
+                _ = tokio::time::sleep_until(until) => return Stop::Duration,
+                _ = tick.tick() => {
+                    watch.sample(started.elapsed().as_secs_f64());
+                    watch.show_status();
+                    if !targets_alive(&targets, watch.probes) {
+                        return Stop::TargetsGone;
+                    }
+                }
+                _ = line_tick.tick(), if opts.lines.is_some() => {
+                    watch.print_progress();
+                }
+            }
+        }
+    });
+    watch.sample(started.elapsed().as_secs_f64());
+    watch.clear_status();
+    let samples = std::mem::take(&mut watch.samples);
+    match why {
+        Stop::Signal => eprintln!("vmtrace: stopping on the signal; detaching"),
+        Stop::Duration => {}
+        Stop::TargetsGone => eprintln!("vmtrace: every target has exited; detaching"),
+    }
+    let mut report = window.close(tracer, samples)?;
+    report.command = command;
+    report.pid = opts.pids.first().copied().unwrap_or(0);
+    report.target = targets.text;
+    report.attached = true;
+    report.exit = Exit {
+        interrupted: matches!(why, Stop::Signal),
+        ..Default::default()
+    };
+    Ok(report)
+}
+
+enum Stop {
+    Signal,
+    Duration,
+    TargetsGone,
+}
+
+/// Whether any target can still run: a followed process alive, or the v2
+/// cgroup not empty. System-wide never ends by itself.
+fn targets_alive(t: &Targets, probes: &probes::Probes) -> bool {
+    if t.target.by_pid == 0 && t.cgroup_dir.is_none() {
+        return true;
+    }
+    if let Some(dir) = &t.cgroup_dir
+        && !cgroup_procs(dir).is_empty()
+    {
+        return true;
+    }
+    t.target.by_pid != 0
+        && probes
+            .followed()
+            .iter()
+            .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_names() {
+        assert_eq!(
+            parse_stat("42 (cc1) S 41 42 41 0 -1"),
+            Some((41, "cc1".to_string()))
+        );
+        assert_eq!(
+            parse_stat("7 (a (b) c) R 1 7 7"),
+            Some((1, "a (b) c".to_string()))
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn descendants_follow_the_tree() {
+        let table = vec![
+            (1, 0, "init".into()),
+            (10, 1, "make".into()),
+            (11, 10, "sh".into()),
+            (12, 11, "cc1".into()),
+            (20, 1, "other".into()),
+        ];
+        assert_eq!(descendants_in(&[10], &table), vec![10, 11, 12]);
+        assert_eq!(descendants_in(&[12], &table), vec![12]);
+    }
+
+    #[test]
+    fn bad_targets_are_one_line_errors() {
+        let e = |o: AttachOptions| format!("{:#}", resolve(&o).expect_err("refused"));
+        let msg = e(AttachOptions {
+            pids: vec![u32::MAX - 1],
+            ..Default::default()
+        });
+        assert!(msg.starts_with("no process with pid"), "{msg}");
+        let msg = e(AttachOptions {
+            comms: vec!["no-such-comm-xy".into()],
+            ..Default::default()
+        });
+        assert!(msg.starts_with("no process named no-such-comm-xy"), "{msg}");
+        let msg = e(AttachOptions {
+            cgroups: vec!["/tmp".into()],
+            ..Default::default()
+        });
+        assert!(msg.contains("/tmp is not a cgroup"), "{msg}");
+        assert!(!msg.contains('\n'));
+        let me = resolve(&AttachOptions {
+            pids: vec![std::process::id()],
+            ..Default::default()
+        })
+        .expect("our own pid");
+        assert!(me.seed.contains(&std::process::id()));
+        assert_eq!(me.target.by_pid, 1);
+    }
+}
