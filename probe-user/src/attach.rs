@@ -261,7 +261,14 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
         Stop::Duration => {}
         Stop::TargetsGone => eprintln!("vmtrace: every target has exited; detaching"),
     }
-    let mut report = window.close(tracer, samples)?;
+    // Stopped by a signal: detach at once (a second Ctrl-C then finds
+    // nothing left to wait for).
+    let settle = if matches!(why, Stop::Signal) {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(2)
+    };
+    let mut report = window.close_after(tracer, samples, settle)?;
     report.command = command;
     report.pid = opts.pids.first().copied().unwrap_or(0);
     report.target = targets.text;

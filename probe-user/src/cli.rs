@@ -92,7 +92,7 @@ or when every target has exited. Processes attached to were not started by vmtra
 the report has no exit status or rusage, the delay accounting covers threads that \
 exit while attached.",
         after_help = "Examples:\n  \
-sudo vmtrace attach --pid $(pgrep -o make) --lines 1\n  \
+sudo vmtrace attach --pid $(pgrep -o make) --interval 1\n  \
 sudo vmtrace attach --cgroup /sys/fs/cgroup/system.slice/build.service --duration 60\n  \
 sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json"
     )]
@@ -291,12 +291,11 @@ pub struct AttachArgs {
     /// Stop after SECS seconds
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub duration: Option<f64>,
-    /// Print a compact line every SECS seconds while attached (vmstat-like)
+    /// Print a compact line every SECS seconds while attached, like
+    /// `vmstat 1` (and take the time-series snapshots that often; 1 s
+    /// without it)
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
-    pub lines: Option<f64>,
-    /// Seconds between time-series snapshots
-    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_interval)]
-    pub interval: f64,
+    pub interval: Option<f64>,
     /// Time every user page fault of the targets (costs the fault path)
     #[arg(long)]
     pub fault_latency: bool,
@@ -343,8 +342,8 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         cgroups: args.cgroup,
         comms: args.comm,
         duration: args.duration.map(Duration::from_secs_f64),
-        lines: args.lines.map(Duration::from_secs_f64),
-        interval: Duration::from_secs_f64(args.interval),
+        lines: args.interval.map(Duration::from_secs_f64),
+        interval: Duration::from_secs_f64(args.interval.unwrap_or(1.0)),
         fault_latency: args.fault_latency,
         page_alloc: args.page_alloc,
         progress: None,

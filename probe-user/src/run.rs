@@ -435,13 +435,26 @@ impl Window {
     /// probes, and returns the report of what the kernel side measured
     /// (the caller adds the command, exit and usage).
     pub fn close(self, tracer: Tracer, samples: Vec<sample::Sample>) -> Result<RunReport> {
+        self.close_after(tracer, samples, Duration::from_secs(2))
+    }
+
+    /// `close`, waiting at most `settle` for swap I/O in flight to
+    /// complete (zero: detach at once, e.g. after Ctrl-C on an attach).
+    pub fn close_after(
+        self,
+        tracer: Tracer,
+        samples: Vec<sample::Sample>,
+        settle: Duration,
+    ) -> Result<RunReport> {
         let Tracer {
             mut probes,
             swap_layout,
             unavailable,
             partial,
         } = tracer;
-        swap_layout.wait_idle(Duration::from_secs(2));
+        if !settle.is_zero() {
+            swap_layout.wait_idle(settle);
+        }
         let wall = self.started.elapsed();
         let after = VmStat::read()?;
         let kswapd_cpu_after = collect::kswapd_cpu();
