@@ -131,6 +131,14 @@ fn scratch() -> PathBuf {
     d
 }
 
+/// An empty directory of its own under `scratch()`.
+fn fresh_scratch(name: &str) -> PathBuf {
+    let dir = scratch().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
 fn vmtrace(args: &[&str]) -> Command {
     let mut c = Command::new(VMTRACE);
     c.args(args).env("RUST_LOG", "warn").current_dir(scratch());
@@ -639,9 +647,7 @@ fn recording(path: &Path) -> Value {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn recording_round_trips_to_report_and_exports() {
     let _g = guard();
-    let dir = scratch().join("round-trip");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = fresh_scratch("round-trip");
     let out = run_memhog(
         false,
         &["--mem", "64M", "--swap", "512M", "--fault-latency"],
@@ -1406,9 +1412,7 @@ fn compare_cmd(a: &[PathBuf], b: &[PathBuf], json: bool) -> Command {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn compare_finds_swap_readahead_and_calls_aa_noise() {
     let _g = guard();
-    let dir = scratch().join("compare");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = fresh_scratch("compare");
     let before = page_cluster();
 
     // A failing run restores the sysctl too.
@@ -1682,20 +1686,17 @@ fn check_build_attach(out: &Output, rec_path: &Path) {
     assert_eq!(rec["runs"][0]["report"]["attached"], true);
 }
 
-/// issue 7: attach by pid to a parallel build already running in a small
-/// box; the compilers forked after the attach are traced, the outsider
-/// is not, and vmtrace detaches when the build ends.
-#[test]
-#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
-fn attach_by_pid_to_a_running_build() {
-    let _g = guard();
+/// Starts the build, waits a moment, attaches with `how` (a flag and the
+/// value it takes from the job) until the build ends, and checks the
+/// report.
+fn attach_to_running_build(flag: &str, value: fn(&OutsideJob) -> String) {
     let job = OutsideJob::start();
     std::thread::sleep(Duration::from_secs(1));
-    let rec_path = scratch().join("attach-build.vmtrace.json");
+    let rec_path = scratch().join(format!("attach{flag}.vmtrace.json"));
     let out = vmtrace(&[
         "attach",
-        "--pid",
-        &job.build.id().to_string(),
+        flag,
+        &value(&job),
         "--duration",
         "240",
         "--json",
@@ -1708,34 +1709,29 @@ fn attach_by_pid_to_a_running_build() {
     drop(job);
 }
 
+/// issue 7: attach by pid to a parallel build already running in a small
+/// box; the compilers forked after the attach are traced, the outsider
+/// is not, and vmtrace detaches when the build ends.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn attach_by_pid_to_a_running_build() {
+    let _g = guard();
+    attach_to_running_build("--pid", |job| job.build.id().to_string());
+}
+
 /// The same by cgroup: the box's cgroup v2 directory, by id.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn attach_by_cgroup_to_a_running_build() {
     let _g = guard();
-    let job = OutsideJob::start();
-    let dir = job
-        .membox
-        .v2_cgroup()
-        .expect("a cgroup v2 directory for the box")
-        .dir
-        .clone();
-    std::thread::sleep(Duration::from_secs(1));
-    let rec_path = scratch().join("attach-cgroup.vmtrace.json");
-    let out = vmtrace(&[
-        "attach",
-        "--cgroup",
-        &dir.to_string_lossy(),
-        "--duration",
-        "240",
-        "--json",
-        "-o",
-        &rec_path.to_string_lossy(),
-    ])
-    .output()
-    .expect("run vmtrace attach");
-    check_build_attach(&out, &rec_path);
-    drop(job);
+    attach_to_running_build("--cgroup", |job| {
+        job.membox
+            .v2_cgroup()
+            .expect("a cgroup v2 directory for the box")
+            .dir
+            .to_string_lossy()
+            .into_owned()
+    });
 }
 
 /// BPF objects of the whole system, by kind: programs, maps, links

@@ -578,7 +578,33 @@ fn versus(
             .sum::<f64>()
             / elapsed_diff
     });
+    // Within noise: no cause is named.
+    let hints = if judgeable && !significant {
+        Vec::new()
+    } else {
+        hints(g, judgeable, groups, metrics, attribution, ok)
+    };
+    Versus {
+        label: groups[g].label.clone(),
+        elapsed,
+        judgeable,
+        verdict,
+        explained,
+        hints,
+    }
+}
+
+/// The mechanisms behind a difference, strongest first.
+fn hints(
+    g: usize,
+    judgeable: bool,
+    groups: &[GroupInfo],
+    metrics: &[MetricRow],
+    attribution: &[AttributionRow],
+    ok: &[Vec<&RunReport>],
+) -> Vec<Hint> {
     let mut hints = Vec::new();
+    let metric = |name: &str| metrics.iter().find(|m| m.name == name);
     // A cause is named only for a difference that is real: significant,
     // or (one run per group) at least 5% of the elapsed difference.
     let real = |name: &str| {
@@ -606,16 +632,6 @@ fn versus(
             mean(name, g).map_or("-".into(), fmt)
         )
     };
-    if judgeable && !significant {
-        return Versus {
-            label: groups[g].label.clone(),
-            elapsed,
-            judgeable,
-            verdict,
-            explained,
-            hints,
-        };
-    }
     let oom = (groups[g].oom_killed as i64) - (groups[0].oom_killed as i64);
     if oom > 0 {
         hints.push(Hint {
@@ -740,14 +756,7 @@ fn versus(
         hints.push(z);
     }
     hints.sort_by(|a, b| b.seconds.abs().total_cmp(&a.seconds.abs()));
-    Versus {
-        label: groups[g].label.clone(),
-        elapsed,
-        judgeable,
-        verdict,
-        explained,
-        hints,
-    }
+    hints
 }
 
 /// Pressure shifted between zones (the seed mail's "uneven pressure on
