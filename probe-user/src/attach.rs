@@ -189,6 +189,13 @@ fn descendants_in(roots: &[u32], table: &[(u32, u32, String)]) -> Vec<u32> {
 pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
     privilege::require()?;
     let targets = resolve(opts)?;
+    let restored = crate::sysctl::restore_stale();
+    if !restored.is_empty() {
+        eprintln!(
+            "vmtrace: a vmtrace that died left sysctls changed: {}",
+            restored.join(", ")
+        );
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

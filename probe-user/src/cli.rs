@@ -452,6 +452,13 @@ fn run_command(args: RunArgs) -> Result<i32> {
     crate::privilege::require()?;
     // Before the environment is captured, so the recording shows them;
     // restored when the guards drop at the end of this function.
+    let restored = crate::sysctl::restore_stale();
+    if !restored.is_empty() {
+        eprintln!(
+            "vmtrace: a vmtrace that died left sysctls changed: {}",
+            restored.join(", ")
+        );
+    }
     let mut _sysctls = Vec::new();
     for (name, value) in &args.sysctl {
         if let Some(g) = crate::sysctl::SysctlOverride::set(name, value)? {

@@ -425,7 +425,7 @@ fn create_memcg(mounts: &CgroupMounts, name: &str, limit: u64) -> Result<Cgroup>
 }
 
 /// Whether `vmtrace-<pid>` names a vmtrace that is no longer running.
-fn owner_is_gone(name: &str) -> bool {
+pub(crate) fn owner_is_gone(name: &str) -> bool {
     let Some(pid) = name
         .strip_prefix("vmtrace-")
         .map(|rest| rest.trim_end_matches(".swap"))

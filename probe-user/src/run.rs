@@ -228,7 +228,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         );
     }
 
-    let stale = membox::clean_stale(&opts.spec.swap_dir);
+    let mut stale = crate::sysctl::restore_stale();
+    stale.extend(membox::clean_stale(&opts.spec.swap_dir));
     if !stale.is_empty() {
         eprintln!(
             "vmtrace: removed what a vmtrace that died left behind: {}",

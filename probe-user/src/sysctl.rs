@@ -1,15 +1,31 @@
 //! Sysctls vmtrace changes for a run, restored when the guard drops
-//! (errors and Ctrl-C included: the guard lives on the run's stack).
+//! (errors and Ctrl-C included: the guard lives on the run's stack), and
+//! written down in a state file (/run/vmtrace/sysctl-PID.state) so that
+//! the next vmtrace restores what one killed with SIGKILL left changed.
 
-use std::path::PathBuf;
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context, Result};
+
+/// Where the state files live (a tmpfs: a reboot resets sysctls anyway).
+const STATE_DIR: &str = "/run/vmtrace";
 
 /// A sysctl set for the duration of a run.
 #[derive(Debug)]
 pub struct SysctlOverride {
     path: PathBuf,
     old: String,
+}
+
+fn state_file() -> PathBuf {
+    Path::new(STATE_DIR).join(format!("sysctl-{}.state", std::process::id()))
+}
+
+fn state_line(path: &Path, old: &str) -> String {
+    format!("{}\t{old}\n", path.display())
 }
 
 impl SysctlOverride {
@@ -23,6 +39,21 @@ impl SysctlOverride {
             .to_string();
         if old == value {
             return Ok(None);
+        }
+        // Written down first: a kill -9 right after the write is covered.
+        let recorded = std::fs::create_dir_all(STATE_DIR).and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(state_file())?
+                .write_all(state_line(&path, &old).as_bytes())
+        });
+        if let Err(e) = recorded {
+            eprintln!(
+                "vmtrace: warning: cannot record {} in {STATE_DIR} ({e}); if vmtrace is \
+                 killed, restore it to {old} by hand",
+                path.display()
+            );
         }
         std::fs::write(&path, value).map_err(|e| {
             anyhow::anyhow!("cannot set {name}={value}: {e} (it stays {old}); check the value")
@@ -39,6 +70,57 @@ impl Drop for SysctlOverride {
                 self.path.display(),
                 self.old
             );
+            return;
         }
+        // Off the state file; the file goes with its last line.
+        let file = state_file();
+        let line = state_line(&self.path, &self.old);
+        let kept: String = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .split_inclusive('\n')
+            .filter(|l| *l != line)
+            .collect();
+        let _ = if kept.is_empty() {
+            std::fs::remove_file(&file)
+        } else {
+            std::fs::write(&file, kept)
+        };
     }
+}
+
+/// Restores the sysctls of vmtraces that died without restoring them
+/// (their state files); returns what was restored, for a notice.
+pub fn restore_stale() -> Vec<String> {
+    let mut restored = Vec::new();
+    let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
+        return restored;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("sysctl-")
+            .and_then(|r| r.strip_suffix(".state"))
+        else {
+            continue;
+        };
+        if !crate::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        // Last change first, so that a sysctl changed twice ends as it began.
+        for line in text.lines().rev() {
+            let Some((path, old)) = line.split_once('\t') else {
+                continue;
+            };
+            if !path.starts_with("/proc/sys/") || path.contains("..") {
+                continue;
+            }
+            if std::fs::write(path, old).is_ok() {
+                let name = path.trim_start_matches("/proc/sys/").replace('/', ".");
+                restored.push(format!("{name} restored to {old}"));
+            }
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    restored
 }

@@ -1307,9 +1307,24 @@ fn build_sweep_compiles_and_tabulates() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
     let g = guard();
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/{name}"))
+            .expect("sysctl")
+            .trim()
+            .to_string()
+    };
+    let (delayacct, cluster) = (sysctl("kernel/task_delayacct"), page_cluster());
+    let other_cluster = if cluster == "1" { "2" } else { "1" };
     let mut child = run_memhog(
         false,
-        &["--mem", "64M", "--swap", "256M"],
+        &[
+            "--mem",
+            "64M",
+            "--swap",
+            "256M",
+            "--sysctl",
+            &format!("vm.page-cluster={other_cluster}"),
+        ],
         &["--mib", "96", "--passes", "100000"],
     )
     .stdout(Stdio::null())
@@ -1324,9 +1339,19 @@ fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_secs(1));
+    // Until the run has switched delay accounting on.
+    while delayacct == "0" && sysctl("kernel/task_delayacct") == "0" {
+        assert!(start.elapsed() < Duration::from_secs(30), "never traced");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     child.kill().expect("kill -9 vmtrace");
     child.wait().expect("reap vmtrace");
+    assert_eq!(
+        page_cluster(),
+        other_cluster,
+        "the killed run changed nothing?"
+    );
     let left = Leftovers::find();
     assert!(
         left.len() >= 3,
@@ -1346,6 +1371,13 @@ fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
         assert!(err.contains(path.as_str()), "{path} not reported: {err}");
     }
     assert_eq!(Leftovers::find(), Vec::<String>::new());
+    // Its sysctls too, from its state file.
+    assert!(
+        err.contains(&format!("vm.page-cluster restored to {cluster}")),
+        "{err}"
+    );
+    assert_eq!(page_cluster(), cluster);
+    assert_eq!(sysctl("kernel/task_delayacct"), delayacct);
     drop(g);
 }
 
