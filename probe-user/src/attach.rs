@@ -218,7 +218,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
         tracer.probes.follow(&with_descendants(&targets.seed))?;
     }
     eprintln!("vmtrace: attached to {}", targets.text);
-    let window = Window::open()?;
+    let window = Window::open(false)?;
     let started = Instant::now();
     let mut watch = Watch {
         membox: None,

@@ -670,6 +670,15 @@ pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec
 /// The loaded and attached programs. Links are owned by file descriptors
 /// held here (nothing is pinned): dropping this, or the process dying,
 /// detaches everything.
+/// One program's counters (fdinfo).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramStats {
+    pub program: &'static str,
+    pub runs: u64,
+    pub run_ns: u64,
+    pub misses: u64,
+}
+
 pub struct Probes {
     pub ebpf: Ebpf,
     pub plan: Plan,
@@ -720,6 +729,17 @@ impl Probes {
     /// program would have run nested in another BPF program on the same
     /// CPU (`recursion_misses` of its fdinfo). Non-zero means undercounts.
     pub fn misses(&self) -> Vec<(&'static str, u64)> {
+        self.program_stats()
+            .into_iter()
+            .filter(|s| s.misses > 0)
+            .map(|s| (s.program, s.misses))
+            .collect()
+    }
+
+    /// Each attached program's counters from its fdinfo: runs and run
+    /// time (kept by the kernel only while kernel.bpf_stats_enabled is 1)
+    /// and recursion misses.
+    pub fn program_stats(&self) -> Vec<ProgramStats> {
         use std::os::fd::{AsFd, AsRawFd};
         let mut out = Vec::new();
         for metric in CATALOGUE.iter().filter(|m| self.plan.is_enabled(m.id)) {
@@ -728,17 +748,19 @@ impl Probes {
                     continue;
                 };
                 let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
-                let misses = std::fs::read_to_string(path)
-                    .ok()
-                    .and_then(|info| {
-                        info.lines()
-                            .find_map(|l| l.strip_prefix("recursion_misses:"))
-                            .and_then(|v| v.trim().parse().ok())
-                    })
-                    .unwrap_or(0);
-                if misses > 0 {
-                    out.push((p.name, misses));
-                }
+                let info = std::fs::read_to_string(path).unwrap_or_default();
+                let field = |key: &str| -> u64 {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix(key))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0)
+                };
+                out.push(ProgramStats {
+                    program: p.name,
+                    runs: field("run_cnt:"),
+                    run_ns: field("run_time_ns:"),
+                    misses: field("recursion_misses:"),
+                });
             }
         }
         out

@@ -20,7 +20,7 @@ use crate::{
     histogram,
     membox::{self, BoxSpec, MemBox},
     privilege, probes,
-    report::{Exit, RunReport, Unavailable, Usage, VmstatDelta},
+    report::{Exit, ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
     sample, swapdev,
     tracefs::TraceFs,
 };
@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub fault_latency: bool,
     /// Count page allocations per zone (a hot path).
     pub page_alloc: bool,
+    /// Report each program's runs and run time (kernel.bpf_stats_enabled).
+    pub bpf_stats: bool,
     /// How to show progress on stderr while the command runs.
     pub progress: Progress,
     /// Time-series sampling interval.
@@ -275,7 +277,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
-    let window = Window::open()?;
+    let window = Window::open(opts.bpf_stats)?;
     let pid = spawn(&opts.command, &membox)?;
     let mut watch = Watch {
         membox: Some(&membox),
@@ -405,10 +407,20 @@ pub struct Window {
     started_mono_ns: u64,
     delayacct: Option<crate::sysctl::SysctlOverride>,
     delayacct_on: bool,
+    /// With --bpf-stats: kernel.bpf_stats_enabled on for the window.
+    bpf_stats: Option<Option<crate::sysctl::SysctlOverride>>,
 }
 
 impl Window {
-    pub fn open() -> Result<Window> {
+    pub fn open(bpf_stats: bool) -> Result<Window> {
+        let bpf_stats = if bpf_stats {
+            Some(crate::sysctl::SysctlOverride::set(
+                "kernel.bpf_stats_enabled",
+                "1",
+            )?)
+        } else {
+            None
+        };
         // The kernel's delay accounting, read at each target thread's
         // exit: on for the window (restored by the guard, also on errors).
         let (delayacct, delayacct_on) =
@@ -429,6 +441,7 @@ impl Window {
             started_mono_ns: collect::monotonic_ns(),
             delayacct,
             delayacct_on,
+            bpf_stats,
         })
     }
 
@@ -461,7 +474,23 @@ impl Window {
         let kswapd_cpu_after = collect::kswapd_cpu();
         let totals = collect::read(&probes)?;
         drop(self.delayacct);
-        let misses = probes.misses();
+        let stats = probes.program_stats();
+        let program_costs = self.bpf_stats.is_some().then(|| {
+            stats
+                .iter()
+                .map(|s| ProgramCost {
+                    program: s.program.to_string(),
+                    runs: s.runs,
+                    run_ns: s.run_ns,
+                })
+                .collect::<Vec<_>>()
+        });
+        drop(self.bpf_stats);
+        let misses: Vec<(&str, u64)> = stats
+            .iter()
+            .filter(|s| s.misses > 0)
+            .map(|s| (s.program, s.misses))
+            .collect();
         probes.flush_log();
         probes.drain_oom();
         let oom_victims = std::mem::take(&mut probes.oom_victims);
@@ -484,6 +513,7 @@ impl Window {
             d.accounting_on = self.delayacct_on;
         }
         report.dropped.program_misses = misses.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+        report.program_costs = program_costs;
         if enabled.contains(&"kswapd") || enabled.contains(&"kswapd_wakeups") {
             let cpu: Vec<(u32, f64, f64)> = kswapd_cpu_after
                 .iter()

@@ -1908,3 +1908,38 @@ fn attach_lines_sigterm_and_bad_targets() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+/// --bpf-stats: every program's runs and run time, from the kernel's own
+/// accounting (kernel.bpf_stats_enabled, restored after).
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn bpf_stats_report_each_programs_cost() {
+    let _g = guard();
+    let before = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").expect("sysctl");
+    let r = json_ok(&mut run_memhog(
+        true,
+        &["--mem", "64M", "--swap", "512M", "--bpf-stats"],
+        &["--mib", "128", "--passes", "1"],
+    ));
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").expect("sysctl"),
+        before
+    );
+    let costs = r["program_costs"].as_array().expect("program costs");
+    let begin = costs
+        .iter()
+        .find(|c| c["program"] == "memcg_reclaim_begin")
+        .expect("memcg_reclaim_begin");
+    let stalls = r["memcg_reclaim"]["stalls"]["count"].as_u64().unwrap_or(0);
+    let runs = begin["runs"].as_u64().unwrap_or(0);
+    // It runs for every memcg reclaim on the machine; the box's are some.
+    assert!(stalls > 0 && runs >= stalls, "{runs} runs, {stalls} stalls");
+    assert!(begin["run_ns"].as_u64().unwrap_or(0) > 0, "{begin}");
+    // Without --bpf-stats there is no such section.
+    let plain = json_ok(&mut run_memhog(true, &["--mem", "64M"], &["--mib", "16"]));
+    assert!(
+        plain["program_costs"].is_null(),
+        "{}",
+        plain["program_costs"]
+    );
+}

@@ -328,6 +328,14 @@ pub struct Dropped {
     pub program_misses: Vec<(String, u64)>,
 }
 
+/// One eBPF program's cost over the run (kernel.bpf_stats_enabled).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProgramCost {
+    pub program: String,
+    pub runs: u64,
+    pub run_ns: u64,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Unavailable {
     pub metric: String,
@@ -381,6 +389,9 @@ pub struct RunReport {
     pub delays: Option<DelayReport>,
     pub vmstat: VmstatDelta,
     pub dropped: Dropped,
+    /// With --bpf-stats: each eBPF program's runs and run time.
+    #[serde(default)]
+    pub program_costs: Option<Vec<ProgramCost>>,
     /// Per populated zone: pressure from every side, in one table.
     pub zones: Vec<ZoneRow>,
     /// `mm_vmscan_lru_isolate` per (highest zone index, LRU list); lists

@@ -551,6 +551,31 @@ impl RunReport {
             }
         }
 
+        if let Some(costs) = &self.program_costs {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "eBPF program cost (--bpf-stats; kernel.bpf_stats_enabled)"
+            )?;
+            writeln!(
+                o,
+                "  {:<28} {:>12} {:>10} {:>10}",
+                "program", "runs", "total", "per run"
+            )?;
+            let mut rows: Vec<_> = costs.iter().filter(|c| c.runs > 0).collect();
+            rows.sort_by_key(|c| std::cmp::Reverse(c.run_ns));
+            for c in rows {
+                writeln!(
+                    o,
+                    "  {:<28} {:>12} {:>10} {:>10}",
+                    c.program,
+                    c.runs,
+                    fmt_ns(c.run_ns),
+                    format!("{}ns", c.run_ns / c.runs.max(1))
+                )?;
+            }
+        }
+
         let d = &self.dropped;
         if !d.evicted.is_empty() {
             writeln!(o)?;
