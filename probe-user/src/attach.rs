@@ -119,8 +119,7 @@ fn is_cgroup2(dir: &Path) -> bool {
     };
     // SAFETY: statfs fills a struct we own from a valid path.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0)
-        && i64::from(st.f_type as i32 as u32) == CGROUP2_SUPER_MAGIC
+    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0) && st.f_type as i64 == CGROUP2_SUPER_MAGIC
 }
 
 fn cgroup_procs(dir: &Path) -> Vec<u32> {

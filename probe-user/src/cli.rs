@@ -676,25 +676,12 @@ fn export_command(
     output: Option<&std::path::Path>,
 ) -> Result<i32> {
     use std::io::Write;
-    if files.len() > 1 && format != "svg" && format != "png" {
-        anyhow::bail!(
-            "--format {format} takes one recording (got {}); run export once per file, \
-             or use --format svg to overlay them",
-            files.len()
-        );
-    }
     let recordings = files
         .iter()
         .map(|f| Recording::read(f))
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Recording> = recordings.iter().collect();
-    let bytes = if format == "svg" {
-        crate::export::svg::recording_svg(&refs).into_bytes()
-    } else if format == "png" {
-        crate::export::png::to_png(&crate::export::svg::recording_svg(&refs))?
-    } else {
-        crate::export::render(&recordings[0], format)?
-    };
+    let bytes = crate::export::render(&refs, format)?;
     match output {
         Some(path) => {
             check_writable(path)?;

@@ -383,6 +383,16 @@ impl VmStat {
     }
 
     /// Sum of several keys (e.g. pgscan_anon + pgscan_file).
+    /// Sum of every counter whose name starts with `prefix` (allocstall_*,
+    /// pgalloc_*: one per zone, and the zones differ between kernels).
+    pub fn sum_prefixed(&self, prefix: &str) -> u64 {
+        self.0
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
     pub fn sum(&self, keys: &[&str]) -> u64 {
         keys.iter().map(|k| self.get(k)).sum()
     }

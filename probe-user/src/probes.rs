@@ -725,20 +725,11 @@ impl Probes {
         }
     }
 
-    /// Per attached program, the events the kernel skipped because the
-    /// program would have run nested in another BPF program on the same
-    /// CPU (`recursion_misses` of its fdinfo). Non-zero means undercounts.
-    pub fn misses(&self) -> Vec<(&'static str, u64)> {
-        self.program_stats()
-            .into_iter()
-            .filter(|s| s.misses > 0)
-            .map(|s| (s.program, s.misses))
-            .collect()
-    }
-
     /// Each attached program's counters from its fdinfo: runs and run
     /// time (kept by the kernel only while kernel.bpf_stats_enabled is 1)
-    /// and recursion misses.
+    /// and recursion misses: events the kernel skipped because the program
+    /// would have run nested in another BPF program on the same CPU
+    /// (non-zero means undercounts).
     pub fn program_stats(&self) -> Vec<ProgramStats> {
         use std::os::fd::{AsFd, AsRawFd};
         let mut out = Vec::new();

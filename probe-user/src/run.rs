@@ -407,17 +407,16 @@ pub struct Window {
     started_mono_ns: u64,
     delayacct: Option<crate::sysctl::SysctlOverride>,
     delayacct_on: bool,
-    /// With --bpf-stats: kernel.bpf_stats_enabled on for the window.
-    bpf_stats: Option<Option<crate::sysctl::SysctlOverride>>,
+    /// --bpf-stats: report program costs; kernel.bpf_stats_enabled is on
+    /// for the window (the guard: None when it was on already).
+    bpf_stats: bool,
+    bpf_stats_guard: Option<crate::sysctl::SysctlOverride>,
 }
 
 impl Window {
     pub fn open(bpf_stats: bool) -> Result<Window> {
-        let bpf_stats = if bpf_stats {
-            Some(crate::sysctl::SysctlOverride::set(
-                "kernel.bpf_stats_enabled",
-                "1",
-            )?)
+        let bpf_stats_guard = if bpf_stats {
+            crate::sysctl::SysctlOverride::set("kernel.bpf_stats_enabled", "1")?
         } else {
             None
         };
@@ -442,6 +441,7 @@ impl Window {
             delayacct,
             delayacct_on,
             bpf_stats,
+            bpf_stats_guard,
         })
     }
 
@@ -475,7 +475,7 @@ impl Window {
         let totals = collect::read(&probes)?;
         drop(self.delayacct);
         let stats = probes.program_stats();
-        let program_costs = self.bpf_stats.is_some().then(|| {
+        let program_costs = self.bpf_stats.then(|| {
             stats
                 .iter()
                 .map(|s| ProgramCost {
@@ -485,7 +485,7 @@ impl Window {
                 })
                 .collect::<Vec<_>>()
         });
-        drop(self.bpf_stats);
+        drop(self.bpf_stats_guard);
         let misses: Vec<(&str, u64)> = stats
             .iter()
             .filter(|s| s.misses > 0)

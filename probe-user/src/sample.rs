@@ -159,11 +159,6 @@ impl Sample {
     ) -> Sample {
         let now = VmStat::read().unwrap_or_default();
         let d = VmStat::delta(vmstat_start, &now);
-        let allocstall =
-            d.0.iter()
-                .filter(|(k, _)| k.starts_with("allocstall"))
-                .map(|(_, v)| v)
-                .sum();
         let psi = read_psi().map(|p| {
             let start = psi_start.unwrap_or_default();
             Psi {
@@ -188,7 +183,7 @@ impl Sample {
             pgfault: d.get("pgfault"),
             box_bytes: None,
             hists: Default::default(),
-            allocstall,
+            allocstall: d.sum_prefixed("allocstall"),
             psi,
             zones: std::fs::read_to_string("/proc/zoneinfo")
                 .map(|z| parse_zoneinfo(&z))

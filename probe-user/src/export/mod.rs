@@ -16,8 +16,22 @@ use crate::recording::Recording;
 /// The formats `vmtrace export --format` writes.
 pub const FORMATS: &[&str] = &["text", "json", "csv", "series-csv", "hlog", "svg", "png"];
 
-/// Renders one recording in `format`.
-pub fn render(rec: &Recording, format: &str) -> Result<Vec<u8>> {
+/// Renders recordings in `format`: one, or several for svg and png (the
+/// plots overlay them).
+pub fn render(recs: &[&Recording], format: &str) -> Result<Vec<u8>> {
+    match (format, recs) {
+        ("svg", _) => Ok(svg::recording_svg(recs).into_bytes()),
+        ("png", _) => png::to_png(&svg::recording_svg(recs)),
+        (_, [rec]) => render_one(rec, format),
+        _ => anyhow::bail!(
+            "--format {format} takes one recording (got {}); run export once per file, \
+             or use --format svg to overlay them",
+            recs.len()
+        ),
+    }
+}
+
+fn render_one(rec: &Recording, format: &str) -> Result<Vec<u8>> {
     Ok(match format {
         "text" => text::render(rec).into_bytes(),
         "json" => {
@@ -28,8 +42,6 @@ pub fn render(rec: &Recording, format: &str) -> Result<Vec<u8>> {
         "csv" => csv::metrics(rec).into_bytes(),
         "series-csv" => csv::series(rec).into_bytes(),
         "hlog" => hlog::render(rec)?.into_bytes(),
-        "svg" => svg::recording_svg(&[rec]).into_bytes(),
-        "png" => png::to_png(&svg::recording_svg(&[rec]))?,
         other => anyhow::bail!("unknown format {other}; use one of: {}", FORMATS.join(", ")),
     })
 }

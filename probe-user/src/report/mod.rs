@@ -287,11 +287,6 @@ pub struct VmstatDelta {
 
 impl VmstatDelta {
     pub fn from_delta(d: &VmStat) -> VmstatDelta {
-        let allocstall =
-            d.0.iter()
-                .filter(|(k, _)| k.starts_with("allocstall"))
-                .map(|(_, v)| v)
-                .sum();
         VmstatDelta {
             pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
             pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
@@ -299,14 +294,9 @@ impl VmstatDelta {
             pgfault: d.get("pgfault"),
             pswpin: d.get("pswpin"),
             pswpout: d.get("pswpout"),
-            allocstall,
+            allocstall: d.sum_prefixed("allocstall"),
             refaults: d.sum(&["workingset_refault_anon", "workingset_refault_file"]),
-            pgalloc: d
-                .0
-                .iter()
-                .filter(|(k, _)| k.starts_with("pgalloc_"))
-                .map(|(_, v)| v)
-                .sum(),
+            pgalloc: d.sum_prefixed("pgalloc_"),
         }
     }
 }
