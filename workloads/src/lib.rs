@@ -6,9 +6,12 @@
 //!   a real one), the seed mails' other workload;
 //! - `memhog`: fills a buffer with random, non-zero data (so pages cannot
 //!   be deduplicated or stay zero and must really go to swap), then touches
-//!   its pages in random order, pass after pass, to force swap-ins.
+//!   its pages in random order, pass after pass, to force swap-ins;
+//! - `faults`: a storm of first-touch minor faults without memory
+//!   pressure (the page-fault path's hot loop, for overhead benchmarks).
 
 pub mod build;
 pub mod cli;
+pub mod faults;
 pub mod memhog;
 pub mod qsbench;
