@@ -1,7 +1,8 @@
-//! Developer tasks for vmtrace: `cargo xtask <setup|build|run|test|lint>`.
+//! Developer tasks for vmtrace: `cargo xtask <setup|build|run|test|lint|bench>`.
 //! Each task does the set-up it needs, so a fresh machine needs nothing
 //! typed by hand first.
 
+mod bench;
 mod build;
 mod run;
 mod setup;
@@ -36,6 +37,29 @@ enum Task {
     Test,
     /// cargo fmt --check and cargo clippy -D warnings
     Lint,
+    /// What tracing costs the traced job: vmtrace beside bpftrace, perf
+    /// record and trace-cmd (installed when missing), interleaved rounds,
+    /// ratios to the bare run; writes target/bench/UTC/bench.md (root;
+    /// about 35 minutes with the defaults)
+    Bench {
+        /// Interleaved rounds (every configuration once per round)
+        #[arg(long, default_value_t = 10)]
+        rounds: usize,
+        /// Workloads, comma-separated: qsbench (reclaim and swap in a
+        /// small box), faults (the page-fault path, no pressure)
+        #[arg(long, value_delimiter = ',', default_value = "qsbench,faults")]
+        workloads: Vec<String>,
+        /// Configurations, comma-separated (bare is always included)
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "bare,vmtrace,bpftrace,perf-record,trace-cmd"
+        )]
+        tools: Vec<String>,
+        /// Directory for the results [default: target/bench/UTC]
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() {
@@ -46,6 +70,17 @@ fn main() {
         Task::Run { args } => run::run(&args),
         Task::Test => test::test(),
         Task::Lint => build::lint(),
+        Task::Bench {
+            rounds,
+            workloads,
+            tools,
+            out,
+        } => bench::bench(&bench::BenchOptions {
+            rounds,
+            workloads,
+            tools,
+            out,
+        }),
     };
     if let Err(e) = result {
         eprintln!("xtask: error: {e:#}");

@@ -226,7 +226,7 @@ fn link(target: &Path, at: &Path) -> Result<()> {
         .with_context(|| format!("linking {} -> {}", at.display(), target.display()))
 }
 
-fn install_debian(packages: &[&str]) -> Result<()> {
+pub(crate) fn install_debian(packages: &[&str]) -> Result<()> {
     if !util::is_root() {
         bail!(
             "missing Debian packages: {}; install them with `sudo apt-get install {}`",

@@ -13,10 +13,12 @@ pub fn test() -> Result<()> {
     // #[ignore]d there, so they show up as ignored, never as passed.
     // The hlog export is checked by the PyPI decoder setup installed.
     let python = crate::setup::python_dir();
+    // The fuzz targets (tests/fuzz.rs) get a short run of their own.
     util::run(
         util::cargo()
             .args(["test", "--release"])
-            .env("VMTRACE_PYTHONPATH", &python),
+            .env("VMTRACE_PYTHONPATH", &python)
+            .env("VMTRACE_FUZZ_SECS", "20"),
     )?;
     if !util::is_root() {
         eprintln!(

@@ -1,0 +1,737 @@
+//! `cargo xtask bench`: what tracing costs the traced job, vmtrace beside
+//! the tools people use today (bpftrace, perf record, trace-cmd), on two
+//! workloads: qsbench in a small box with swap (reclaim and swap storm)
+//! and a fault storm without pressure (the page-fault hot path).
+//!
+//! Configurations run interleaved, each round in a rotated order, so that
+//! drift of a shared, noisy machine falls on all of them alike; each
+//! tool's ratio to the bare run of the same round is the measure (median
+//! and range over rounds). A last, untimed round per workload reads the
+//! eBPF programs' own run time (kernel.bpf_stats_enabled, restored after)
+//! for vmtrace and bpftrace. Nothing here is a pass/fail test: the
+//! results go to a Markdown file (docs/BENCHMARKS.md quotes it).
+
+mod tools;
+
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    process::Command,
+    time::Duration,
+};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use tools::{RunFiles, Tool};
+
+use crate::{build, util};
+
+pub struct BenchOptions {
+    pub rounds: usize,
+    pub workloads: Vec<String>,
+    pub tools: Vec<String>,
+    pub out: Option<PathBuf>,
+}
+
+/// A workload of the bench: the bundled workload's arguments (the box
+/// is its default one), and what one of its runs is called.
+struct Workload {
+    name: &'static str,
+    args: &'static [&'static str],
+    what: &'static str,
+}
+
+const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "qsbench",
+        args: &["qsbench", "-m", "350"],
+        what: "qsbench -m 350 in a 256 MiB memory cgroup with a 2 GiB swapfile \
+               (vmtrace's default box for it): memcg reclaim and swap",
+    },
+    Workload {
+        name: "faults",
+        args: &["faults", "--mib", "32", "--passes", "320"],
+        what: "2.6 M first-touch minor faults (32 MiB written, dropped with \
+               MADV_DONTNEED, 320 times), no memory limit: the fault path",
+    },
+];
+
+/// What one run measured.
+#[derive(Clone, Debug, Default)]
+struct Measured {
+    wall_s: f64,
+    user_s: f64,
+    sys_s: f64,
+    minor_faults: u64,
+    /// The tracer's own CPU time (vmtrace: from its report; a peer: its
+    /// process tree's minus the workload's and the bare vmtrace's).
+    tool_cpu_s: Option<f64>,
+    /// The tracer's peak RSS (its processes, not the workload's).
+    tool_rss: Option<u64>,
+    lost: Option<u64>,
+    recorded: Option<u64>,
+    attach_s: Option<f64>,
+    /// (program, runs, run ns): with bpf_stats on.
+    programs: Vec<(String, u64, u64)>,
+}
+
+pub fn bench(opts: &BenchOptions) -> Result<()> {
+    if !util::is_root() {
+        bail!(
+            "the bench loads eBPF programs and creates cgroups and swapfiles: \
+             run it as root (sudo -E cargo xtask bench)"
+        );
+    }
+    if opts.rounds < 2 {
+        bail!("--rounds must be at least 2 (ratios need a bare run per round)");
+    }
+    let workloads: Vec<&Workload> = opts
+        .workloads
+        .iter()
+        .map(|n| {
+            WORKLOADS
+                .iter()
+                .find(|w| w.name == n)
+                .with_context(|| format!("unknown workload {n}; choose from qsbench, faults"))
+        })
+        .collect::<Result<_>>()?;
+    let mut tools: Vec<Tool> = opts
+        .tools
+        .iter()
+        .map(|n| {
+            Tool::parse(n).with_context(|| {
+                format!(
+                    "unknown tool {n}; choose from bare, vmtrace, bpftrace, perf-record, trace-cmd"
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
+    if !tools.contains(&Tool::Bare) {
+        tools.insert(0, Tool::Bare);
+    }
+    install_peers(&tools)?;
+    build::build()?;
+    let vmtrace = util::root().join("target/release/vmtrace");
+    let out = match &opts.out {
+        Some(o) => o.clone(),
+        None => util::root().join("target/bench").join(utc_stamp()),
+    };
+    let scratch = out.join("scratch");
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let _tracefs = TracefsMount::ensure()?;
+
+    let mut md = header(opts, &tools)?;
+    let mut csv = String::from(
+        "workload,round,tool,elapsed_s,user_s,sys_s,minor_faults,tool_cpu_s,tool_rss_bytes,lost,recorded,attach_s\n",
+    );
+    for w in &workloads {
+        let args: Vec<String> = w.args.iter().map(|a| a.to_string()).collect();
+        // results[tool][round]: None when the run failed (an OOM kill).
+        let mut results: Vec<Vec<Option<Measured>>> = vec![Vec::new(); tools.len()];
+        for round in 0..opts.rounds {
+            for k in 0..tools.len() {
+                let i = (round + k) % tools.len();
+                let tool = tools[i];
+                let m = run_retrying(tool, &vmtrace, &args, &scratch, false)?;
+                if let Some(m) = &m {
+                    eprintln!(
+                        "bench: {} round {}/{} {:<12} {:.2} s elapsed, {:.2} s sys",
+                        w.name,
+                        round + 1,
+                        opts.rounds,
+                        tool.name(),
+                        m.wall_s,
+                        m.sys_s
+                    );
+                    let _ = writeln!(
+                        csv,
+                        "{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{}",
+                        w.name,
+                        round + 1,
+                        tool.name(),
+                        m.wall_s,
+                        m.user_s,
+                        m.sys_s,
+                        m.minor_faults,
+                        opt(m.tool_cpu_s.map(|v| format!("{v:.3}"))),
+                        opt(m.tool_rss),
+                        opt(m.lost),
+                        opt(m.recorded),
+                        opt(m.attach_s.map(|v| format!("{v:.3}"))),
+                    );
+                }
+                results[i].push(m);
+            }
+            std::fs::write(out.join("runs.csv"), &csv)?;
+        }
+        // The programs' own cost, with bpf_stats on (it adds to every
+        // run, so these runs are not timed).
+        let mut costs = Vec::new();
+        for tool in [Tool::Vmtrace, Tool::Bpftrace] {
+            if tools.contains(&tool)
+                && let Some(m) = run_retrying(tool, &vmtrace, &args, &scratch, true)?
+            {
+                costs.push((tool, m));
+            }
+        }
+        md.push_str(&section(w, &tools, &results, &costs));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let report = out.join("bench.md");
+    std::fs::write(&report, &md).with_context(|| format!("writing {}", report.display()))?;
+    print!("{md}");
+    eprintln!(
+        "bench: results in {} (every run: {})",
+        report.display(),
+        out.join("runs.csv").display()
+    );
+    Ok(())
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Installs the peers that are missing (Debian packages).
+fn install_peers(tools: &[Tool]) -> Result<()> {
+    let missing: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.needs())
+        .filter(|(bin, _)| !util::on_path(bin))
+        .map(|(_, pkg)| pkg)
+        .collect();
+    if !missing.is_empty() {
+        crate::setup::install_debian(&missing)?;
+    }
+    Ok(())
+}
+
+/// One run; a run the box's OOM killer ended (qsbench in 256 MiB, about
+/// one in three here) is run again, up to three times in all.
+fn run_retrying(
+    tool: Tool,
+    vmtrace: &Path,
+    args: &[String],
+    scratch: &Path,
+    bpf_stats: bool,
+) -> Result<Option<Measured>> {
+    for attempt in 1..=3 {
+        match run_once(tool, vmtrace, args, scratch, bpf_stats)? {
+            Ok(m) => return Ok(Some(m)),
+            Err(why) => eprintln!("bench: {} attempt {attempt}: {why}", tool.name()),
+        }
+    }
+    Ok(None)
+}
+
+/// Runs one configuration: Ok(measured), or Err(why the run does not
+/// count) for a run that failed (OOM kill).
+fn run_once(
+    tool: Tool,
+    vmtrace: &Path,
+    args: &[String],
+    scratch: &Path,
+    bpf_stats: bool,
+) -> Result<std::result::Result<Measured, String>> {
+    let files = RunFiles {
+        recording: scratch.join("run.vmtrace.json"),
+        trace: scratch.join(format!("{}.trace", tool.name())),
+        scratch: scratch.to_path_buf(),
+    };
+    let _ = std::fs::remove_file(&files.recording);
+    let _ = std::fs::remove_file(&files.trace);
+    let _bpf_stats = if bpf_stats && tool != Tool::Vmtrace {
+        Some(Sysctl::set("kernel/bpf_stats_enabled", "1")?)
+    } else {
+        None
+    };
+    let mut cmd = tools::command(tool, vmtrace, args, &files, bpf_stats);
+    let log = scratch.join("output.txt");
+    let log_file = std::fs::File::create(&log)?;
+    cmd.stdout(log_file.try_clone()?).stderr(log_file);
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", util::show(&cmd)))?;
+    let pid = child.id() as i32;
+    let mut peak_rss = 0u64;
+    let mut programs: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+    let (status, ru) = loop {
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let mut status = 0;
+        // SAFETY: our own child, valid out-pointers.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break (status, ru);
+        }
+        if r < 0 {
+            bail!(
+                "waiting for {}: {}",
+                tool.name(),
+                std::io::Error::last_os_error()
+            );
+        }
+        if tool != Tool::Bare && tool != Tool::Vmtrace {
+            peak_rss = peak_rss.max(tool_rss(pid));
+            if bpf_stats {
+                for (id, runs, ns) in bpf_programs(pid) {
+                    programs.insert(id, (runs, ns));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    let recording: Value = match std::fs::read(&files.recording) {
+        Ok(b) => serde_json::from_slice(&b).context("reading the run's recording")?,
+        Err(_) => bail!(
+            "{} produced no recording (exit status {status}); its output:\n{output}",
+            tool.name()
+        ),
+    };
+    let report = &recording["runs"][0]["report"];
+    if report["exit"]["oom_killed"].as_bool() == Some(true) {
+        return Ok(Err("OOM-killed by the box; running it again".into()));
+    }
+    if report["exit"]["code"].as_i64() != Some(0) {
+        bail!(
+            "{}: the workload failed ({}); output:\n{output}",
+            tool.name(),
+            report["exit"]
+        );
+    }
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let usage = &report["usage"];
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let mut m = Measured {
+        wall_s: f(&usage["wall_s"]),
+        user_s: f(&usage["user_s"]),
+        sys_s: f(&usage["sys_s"]),
+        minor_faults: usage["minor_faults"].as_u64().unwrap_or(0),
+        ..Default::default()
+    };
+    match tool {
+        Tool::Bare => {}
+        Tool::Vmtrace => {
+            let c = &report["collector"];
+            m.tool_cpu_s = Some(f(&c["user_s"]) + f(&c["sys_s"]));
+            m.tool_rss = c["max_rss_bytes"].as_u64();
+            m.attach_s = c["attach_s"].as_f64();
+            let d = &report["dropped"];
+            let lost: u64 = ["program_misses", "evicted"]
+                .iter()
+                .flat_map(|k| d[k].as_array().cloned().unwrap_or_default())
+                .filter_map(|pair| pair[1].as_u64())
+                .sum();
+            m.lost = Some(lost);
+            for p in report["program_costs"].as_array().into_iter().flatten() {
+                m.programs.push((
+                    p["program"].as_str().unwrap_or("?").to_string(),
+                    p["runs"].as_u64().unwrap_or(0),
+                    p["run_ns"].as_u64().unwrap_or(0),
+                ));
+            }
+        }
+        _ => {
+            // The tree's CPU minus the workload's; the bare vmtrace around
+            // it costs a few ms (creating the box aside, which is sys
+            // time of its own and the same in every configuration).
+            let total = tv(ru.ru_utime) + tv(ru.ru_stime);
+            m.tool_cpu_s = Some((total - m.user_s - m.sys_s).max(0.0));
+            m.tool_rss = Some(peak_rss);
+            let (lost, recorded) = tools::lost_and_recorded(tool, &files.trace, &output);
+            m.lost = lost;
+            m.recorded = recorded;
+            m.programs = programs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (_, (runs, ns)))| {
+                    let probe = tools::BPFTRACE_PROBES.get(i).copied().unwrap_or("?");
+                    (format!("{} ({probe})", i + 1), runs, ns)
+                })
+                .collect();
+        }
+    }
+    let _ = std::fs::remove_file(&files.trace);
+    Ok(Ok(m))
+}
+
+/// Peak RSS of a tracer: its own process and its children that are not
+/// the traced command (trace-cmd forks a recorder per CPU).
+fn tool_rss(pid: i32) -> u64 {
+    let hwm = |p: &str| -> u64 {
+        std::fs::read_to_string(format!("/proc/{p}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .map_or(0, |kib| kib * 1024)
+    };
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let mut total = hwm(&pid.to_string());
+    for c in children.split_whitespace() {
+        let comm = std::fs::read_to_string(format!("/proc/{c}/comm")).unwrap_or_default();
+        if comm.trim() != "vmtrace" {
+            total += hwm(c);
+        }
+    }
+    total
+}
+
+/// A process's eBPF programs: (id, runs, run ns) from its fds' fdinfo.
+fn bpf_programs(pid: i32) -> Vec<(u32, u64, u64)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let Ok(info) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        let field = |name: &str| -> Option<u64> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        if let (Some(id), Some(runs), Some(ns)) =
+            (field("prog_id:"), field("run_cnt:"), field("run_time_ns:"))
+        {
+            out.push((id as u32, runs, ns));
+        }
+    }
+    out
+}
+
+/// A sysctl set for a while, restored when dropped.
+struct Sysctl {
+    path: PathBuf,
+    old: String,
+}
+
+impl Sysctl {
+    fn set(name: &str, value: &str) -> Result<Sysctl> {
+        let path = Path::new("/proc/sys").join(name);
+        let old = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        std::fs::write(&path, value).with_context(|| format!("setting {}", path.display()))?;
+        Ok(Sysctl { path, old })
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, self.old.trim());
+    }
+}
+
+/// tracefs at /sys/kernel/tracing for the peers (perf and trace-cmd read
+/// it); mounted for the bench when missing, unmounted after.
+struct TracefsMount(bool);
+
+impl TracefsMount {
+    fn ensure() -> Result<TracefsMount> {
+        if Path::new("/sys/kernel/tracing/events").exists() {
+            return Ok(TracefsMount(false));
+        }
+        util::run(Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]))?;
+        Ok(TracefsMount(true))
+    }
+}
+
+impl Drop for TracefsMount {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = Command::new("umount").arg("/sys/kernel/tracing").status();
+        }
+    }
+}
+
+fn utc_stamp() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y%m%dT%H%M%SZ"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|_| "run".into())
+}
+
+/// What ran where: kernel, machine, tool versions, the command line.
+fn header(opts: &BenchOptions, tools: &[Tool]) -> Result<String> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_default();
+    let cpus = read("/proc/cpuinfo")
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let mem_gib = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1048576.0);
+    let version = |bin: &str, arg: &str| -> String {
+        Command::new(bin)
+            .arg(arg)
+            .output()
+            .map(|o| {
+                let s = String::from_utf8_lossy(if o.stdout.is_empty() {
+                    &o.stderr
+                } else {
+                    &o.stdout
+                })
+                .into_owned();
+                s.lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_else(|_| "not installed".into())
+    };
+    let mut md = String::new();
+    writeln!(md, "# vmtrace overhead bench")?;
+    writeln!(md)?;
+    writeln!(
+        md,
+        "- command: `sudo -E cargo xtask bench --rounds {} --workloads {} --tools {}`",
+        opts.rounds,
+        opts.workloads.join(","),
+        tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
+    )?;
+    writeln!(
+        md,
+        "- kernel: {} ({})",
+        read("/proc/sys/kernel/osrelease").trim(),
+        read("/proc/version").trim()
+    )?;
+    writeln!(md, "- machine: {cpus} x {cpu}, {mem_gib:.1} GiB")?;
+    writeln!(md, "- date: {}", utc_stamp())?;
+    for t in tools {
+        let v = match t {
+            Tool::Bare => continue,
+            Tool::Vmtrace => format!("vmtrace {}", env!("CARGO_PKG_VERSION")),
+            Tool::Bpftrace => version("bpftrace", "--version"),
+            Tool::Perf => version("perf", "--version"),
+            Tool::TraceCmd => version("trace-cmd", "--version"),
+        };
+        writeln!(md, "- {}: {v}", t.name())?;
+    }
+    Ok(md)
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// median [min-max] of values.
+fn spread(values: &[f64], digits: usize) -> String {
+    let mut v = values.to_vec();
+    match median(&mut v) {
+        None => "-".into(),
+        Some(m) => format!(
+            "{m:.digits$} [{:.digits$}-{:.digits$}]",
+            v[0],
+            v[v.len() - 1]
+        ),
+    }
+}
+
+/// The tables of one workload.
+fn section(
+    w: &Workload,
+    tools: &[Tool],
+    results: &[Vec<Option<Measured>>],
+    costs: &[(Tool, Measured)],
+) -> String {
+    let mut md = String::new();
+    let bare = &results[0];
+    let _ = writeln!(md);
+    let _ = writeln!(md, "## {}", w.name);
+    let _ = writeln!(md);
+    let _ = writeln!(md, "{}; {} rounds.", w.what, bare.len());
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "| tool | elapsed s | elapsed / bare | sys s | sys - bare s | per fault | tool CPU s | tool peak RSS | lost | runs (OOM retried) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    for (i, tool) in tools.iter().enumerate() {
+        let runs: Vec<&Measured> = results[i].iter().flatten().collect();
+        let pairs: Vec<(&Measured, &Measured)> = results[i]
+            .iter()
+            .zip(bare)
+            .filter_map(|(m, b)| Some((m.as_ref()?, b.as_ref()?)))
+            .collect();
+        let wall: Vec<f64> = runs.iter().map(|m| m.wall_s).collect();
+        let sys: Vec<f64> = runs.iter().map(|m| m.sys_s).collect();
+        let ratio: Vec<f64> = pairs.iter().map(|(m, b)| m.wall_s / b.wall_s).collect();
+        let dsys: Vec<f64> = pairs.iter().map(|(m, b)| m.sys_s - b.sys_s).collect();
+        let per_fault: Vec<f64> = pairs
+            .iter()
+            .map(|(m, b)| (m.sys_s - b.sys_s) * 1e9 / b.minor_faults.max(1) as f64)
+            .collect();
+        let cpu: Vec<f64> = runs.iter().filter_map(|m| m.tool_cpu_s).collect();
+        let rss = runs.iter().filter_map(|m| m.tool_rss).max();
+        let lost: Option<u64> = runs.iter().filter_map(|m| m.lost).reduce(|a, b| a + b);
+        let failed = results[i].iter().filter(|m| m.is_none()).count();
+        let is_bare = *tool == Tool::Bare;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
+            tool.name(),
+            spread(&wall, 2),
+            if is_bare {
+                "1".into()
+            } else {
+                spread(&ratio, 3)
+            },
+            spread(&sys, 2),
+            if is_bare {
+                "-".into()
+            } else {
+                spread(&dsys, 2)
+            },
+            if is_bare {
+                "-".into()
+            } else {
+                let mut v = per_fault.clone();
+                median(&mut v).map_or("-".into(), |m| format!("{m:+.0} ns"))
+            },
+            if cpu.is_empty() {
+                "-".into()
+            } else {
+                spread(&cpu, 2)
+            },
+            rss.map_or("-".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0)),
+            lost.map_or("-".into(), |l| l.to_string()),
+            runs.len(),
+            if failed > 0 {
+                format!(", {failed} failed 3x")
+            } else {
+                String::new()
+            },
+        );
+    }
+    let attach: Vec<f64> = tools
+        .iter()
+        .position(|t| *t == Tool::Vmtrace)
+        .map(|i| {
+            results[i]
+                .iter()
+                .flatten()
+                .filter_map(|m| m.attach_s)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !attach.is_empty() {
+        let _ = writeln!(md);
+        let _ = writeln!(
+            md,
+            "vmtrace attach (load, verify and attach every program) {} s.",
+            spread(&attach, 3)
+        );
+    }
+    let recorded: Vec<String> = tools
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let mut v: Vec<f64> = results[i]
+                .iter()
+                .flatten()
+                .filter_map(|m| Some(m.recorded? as f64))
+                .collect();
+            median(&mut v).map(|m| format!("{} {m:.0}", t.name()))
+        })
+        .collect();
+    if !recorded.is_empty() {
+        let _ = writeln!(md);
+        let _ = writeln!(
+            md,
+            "Events written to the trace file (median per run): {}.",
+            recorded.join(", ")
+        );
+    }
+    for (tool, m) in costs {
+        let _ = writeln!(md);
+        let total_runs: u64 = m.programs.iter().map(|p| p.1).sum();
+        let total_ns: u64 = m.programs.iter().map(|p| p.2).sum();
+        let _ = writeln!(
+            md,
+            "{} eBPF programs with kernel.bpf_stats_enabled (one more run, untimed: {:.2} s elapsed): {} runs, {:.0} runs/s, {:.1} ms in all.",
+            tool.name(),
+            m.wall_s,
+            total_runs,
+            total_runs as f64 / m.wall_s.max(1e-3),
+            total_ns as f64 / 1e6
+        );
+        let _ = writeln!(md);
+        let _ = writeln!(md, "| program | runs | runs/s | ns per run | total ms |");
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        let mut rows: Vec<&(String, u64, u64)> = m.programs.iter().filter(|p| p.1 > 0).collect();
+        rows.sort_by_key(|p| std::cmp::Reverse(p.1));
+        for (name, runs, ns) in rows {
+            let _ = writeln!(
+                md,
+                "| {name} | {runs} | {:.0} | {} | {:.2} |",
+                *runs as f64 / m.wall_s.max(1e-3),
+                ns / runs.max(&1),
+                *ns as f64 / 1e6
+            );
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_spread() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(spread(&[1.0, 1.2, 0.9], 2), "1.00 [0.90-1.20]");
+        assert_eq!(spread(&[], 2), "-");
+    }
+
+    #[test]
+    fn the_section_pairs_each_run_with_the_bare_run_of_its_round() {
+        let run = |wall_s: f64, sys_s: f64| {
+            Some(Measured {
+                wall_s,
+                sys_s,
+                minor_faults: 1_000_000,
+                tool_cpu_s: Some(0.1),
+                lost: Some(0),
+                ..Default::default()
+            })
+        };
+        let results = vec![
+            vec![run(10.0, 5.0), run(20.0, 6.0)],
+            vec![run(11.0, 5.5), None],
+        ];
+        let md = section(&WORKLOADS[1], &[Tool::Bare, Tool::Vmtrace], &results, &[]);
+        // Round 2 of vmtrace failed: only round 1 pairs.
+        assert!(
+            md.contains("| vmtrace | 11.00 [11.00-11.00] | 1.100 [1.100-1.100] |"),
+            "{md}"
+        );
+        assert!(md.contains("| +500 ns |"), "{md}");
+        assert!(md.contains("1, 1 failed 3x"), "{md}");
+    }
+}
