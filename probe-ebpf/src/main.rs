@@ -21,6 +21,10 @@
 //! the read-only global `FIELDS` before loading (see `tracepoint_field`).
 #![no_std]
 #![no_main]
+// Atomic adds on map values (bpfel has no core::sync::atomic); the
+// eBPF crate is built with the nightly toolchain anyway (build-std).
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
 
 mod fault;
 mod kswapd;

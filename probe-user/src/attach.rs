@@ -221,7 +221,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
     let started = Instant::now();
     let mut watch = Watch {
         membox: None,
-        probes: &mut tracer.probes,
+        probes: Some(&mut tracer.probes),
         progress: opts.progress.unwrap_or(Progress::Quiet),
         interval: opts.interval,
         vmstat_start: &window.before,
@@ -249,7 +249,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
                 _ = tick.tick() => {
                     watch.sample(started.elapsed().as_secs_f64());
                     watch.show_status();
-                    if !targets_alive(&targets, watch.probes) {
+                    if watch.probes.as_deref().is_some_and(|p| !targets_alive(&targets, p)) {
                         return Stop::TargetsGone;
                     }
                 }

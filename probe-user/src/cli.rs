@@ -243,6 +243,17 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
     #[arg(long)]
     pub bpf_stats: bool,
 
+    /// Run the command as root under sudo. By default it runs as the
+    /// user who ran sudo (SUDO_UID/SUDO_GID), so that it creates no
+    /// root-owned files in that user's tree
+    #[arg(long)]
+    pub as_root: bool,
+
+    /// Attach nothing: run the command in the same box, untraced (the
+    /// baseline for measuring what tracing costs)
+    #[arg(long, conflicts_with_all = ["fault_latency", "page_alloc", "bpf_stats"])]
+    pub no_probes: bool,
+
     /// Print the report as JSON on stdout instead of text
     #[arg(long)]
     pub json: bool,
@@ -372,8 +383,37 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// A command-line error as one line (clap's message, its lines joined,
+/// without the usage block), pointing at --help; None for --help and
+/// --version, which are not errors.
+pub fn one_line_usage_error(e: &clap::Error) -> Option<String> {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return None;
+    }
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    let message = message.join(" ");
+    let message = message.trim_start_matches("error: ").trim_end_matches('.');
+    Some(format!("{message}; see --help"))
+}
+
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
+    // `run` and `attach` release the held signals once their handlers are
+    // in place; everything else has nothing to tear down.
+    if !matches!(cli.command, Commands::Run(_) | Commands::Attach(_)) {
+        crate::run::release_signals();
+    }
     match cli.command {
         Commands::Run(args) => run_command(args),
         Commands::Workload { name, args } => {
@@ -451,6 +491,8 @@ fn run_command(args: RunArgs) -> Result<i32> {
         fault_latency: args.fault_latency,
         page_alloc: args.page_alloc,
         bpf_stats: args.bpf_stats,
+        no_probes: args.no_probes,
+        as_root: args.as_root,
         progress,
         interval: Duration::from_secs_f64(args.interval),
     };
@@ -906,6 +948,33 @@ mod tests {
 
     fn v(args: &str) -> Vec<OsString> {
         args.split(' ').map(OsString::from).collect()
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_and_help_is_not_an_error() {
+        use clap::Parser;
+        for (args, want) in [
+            (
+                "vmtrace run --interval 0 -- true",
+                "--interval 0 is out of range",
+            ),
+            ("vmtrace run --mem -1G -- true", "negative"),
+            (
+                "vmtrace run",
+                "required arguments were not provided: <COMMAND>",
+            ),
+            ("vmtrace nosuch", "unrecognized subcommand 'nosuch'"),
+        ] {
+            let e = Cli::try_parse_from(v(args)).expect_err(args);
+            let line = one_line_usage_error(&e).expect("an error");
+            assert!(!line.contains('\n'), "{line}");
+            assert!(
+                line.contains(want) && line.ends_with("; see --help"),
+                "{line}"
+            );
+        }
+        let e = Cli::try_parse_from(v("vmtrace run --help")).expect_err("help");
+        assert_eq!(one_line_usage_error(&e), None);
     }
 
     #[test]

@@ -1,9 +1,22 @@
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() {
+    // Until `run`/`attach` have their handlers (or another subcommand
+    // releases them): see run::hold_signals.
+    vmtrace::run::hold_signals();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let argv = vmtrace::cli::hoist_bundled_options(std::env::args_os().collect());
-    let cli = vmtrace::cli::Cli::parse_from(argv);
+    let cli = match vmtrace::cli::Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => match vmtrace::cli::one_line_usage_error(&e) {
+            // Help and version print as clap prints them.
+            None => e.exit(),
+            Some(line) => {
+                eprintln!("vmtrace: error: {line}");
+                std::process::exit(2);
+            }
+        },
+    };
     match vmtrace::cli::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {

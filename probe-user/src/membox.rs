@@ -493,6 +493,38 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
             removed.push(path.display().to_string());
         }
     }
+    removed.extend(clean_stale_scratch(&std::env::temp_dir()));
+    removed
+}
+
+/// Scratch trees of the bundled build workload (`vmtrace-build-TAG-PID`
+/// in the temporary directory) whose process is gone: an OOM kill or a
+/// kill -9 ends it before it can remove its tree. After the boxes above
+/// (killing what ran in them), so that no live build loses its tree.
+fn clean_stale_scratch(tmp: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("vmtrace-build-")
+            .and_then(|rest| rest.rsplit_once('-'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = e.path();
+        // Only plain directories (not links to elsewhere) of a dead pid.
+        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if is_dir
+            && !Path::new(&format!("/proc/{pid}")).exists()
+            && fs::remove_dir_all(&path).is_ok()
+        {
+            removed.push(path.display().to_string());
+        }
+    }
     removed
 }
 
@@ -513,6 +545,23 @@ pub struct BoxReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_build_trees_of_dead_pids_are_removed_and_only_those() {
+        let tmp = std::env::temp_dir().join(format!("vmtrace-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(&tmp).expect("mkdir");
+        let dead = tmp.join("vmtrace-build-tree-4294967294");
+        let alive = tmp.join(format!("vmtrace-build-tree-{}", std::process::id()));
+        let other = tmp.join("vmtrace-build-notes");
+        for d in [&dead, &alive, &other] {
+            fs::create_dir_all(d.join("src")).expect("mkdir");
+        }
+        let removed = clean_stale_scratch(&tmp);
+        assert_eq!(removed, [dead.display().to_string()]);
+        assert!(!dead.exists() && alive.exists() && other.exists());
+        let _ = fs::remove_dir_all(&tmp);
+    }
 
     #[test]
     fn stale_names_are_those_of_dead_vmtraces() {

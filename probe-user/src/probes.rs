@@ -794,7 +794,19 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         .override_global(names::ZONE_SPANS, &layout.zones, true)
         .override_global(names::FAULT_LATENCY, &u32::from(layout.fault_latency), true)
         .load(OBJECT)
-        .context("loading vmtrace's eBPF object into the kernel failed")?;
+        .map_err(|e| {
+            let e = anyhow::Error::new(e);
+            let text = format!("{e:#}");
+            if text.contains("Operation not permitted") || text.contains("not implemented") {
+                anyhow::anyhow!(
+                    "the kernel refused eBPF ({text}): a seccomp filter (as in most \
+                     containers), kernel lockdown or a kernel without BPF can forbid \
+                     bpf(); run vmtrace as root on the host"
+                )
+            } else {
+                e.context("loading vmtrace's eBPF object into the kernel failed")
+            }
+        })?;
     // The logger owns the log ring buffer's fd: it must outlive loading.
     let logger = aya_log::EbpfLogger::init(&mut ebpf)
         .map_err(|e| log::debug!("eBPF logging unavailable: {e}"))

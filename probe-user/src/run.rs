@@ -20,7 +20,7 @@ use crate::{
     histogram,
     membox::{self, BoxSpec, MemBox},
     privilege, probes,
-    report::{Exit, ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
+    report::{CollectorCost, Exit, ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
     sample, swapdev,
     tracefs::TraceFs,
 };
@@ -41,6 +41,12 @@ pub struct RunOptions {
     pub page_alloc: bool,
     /// Report each program's runs and run time (kernel.bpf_stats_enabled).
     pub bpf_stats: bool,
+    /// Attach nothing: the same box and command, untraced (the baseline
+    /// that vmtrace's own cost, or another tracer's, is measured against).
+    pub no_probes: bool,
+    /// Run the command as root under sudo (otherwise it runs as the user
+    /// who ran sudo).
+    pub as_root: bool,
     /// How to show progress on stderr while the command runs.
     pub progress: Progress,
     /// Time-series sampling interval.
@@ -109,8 +115,8 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
     );
     o.command = command;
     if o.spec.mem_limit.is_none() && o.spec.swap.is_none() {
-        o.spec.mem_limit = Some(b.default_mem);
-        o.spec.swap = Some(b.default_swap);
+        o.spec.mem_limit = b.default_mem;
+        o.spec.swap = b.default_swap;
     }
     if let Some(mem) = o.spec.mem_limit
         && mem < b.min_mem
@@ -219,6 +225,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         anyhow!("no command given; usage: vmtrace run [OPTIONS] -- COMMAND [ARGS]")
     })?;
     check_command_exists(program)?;
+    let identity = privilege::command_identity(opts.as_root)?;
     if let Some(mem) = opts.spec.mem_limit
         && opts.spec.swap.is_none()
         && swapdev::SwapLayout::read().is_ok_and(|l| l.areas.is_empty())
@@ -271,17 +278,30 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     if opts.page_alloc {
         opted_in.push(probes::OptIn::PageAlloc);
     }
+    // vmtrace's own CPU time and memory are measured from here, so that
+    // loading and verifying the programs count.
+    let self_before = self_usage();
     // After the box: its swapfile is one of the areas.
-    let mut tracer = Tracer::attach(target, &opted_in)?;
+    let attach_started = Instant::now();
+    let mut tracer = if opts.no_probes {
+        None
+    } else {
+        Some(Tracer::attach(target, &opted_in)?)
+    };
+    let attach_s = attach_started.elapsed().as_secs_f64();
     if rt.block_on(signals.pending()).is_some() {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
-    let window = Window::open(opts.bpf_stats)?;
-    let pid = spawn(&opts.command, &membox)?;
+    let window = if opts.no_probes {
+        Window::open_untraced()?
+    } else {
+        Window::open(opts.bpf_stats)?
+    };
+    let pid = spawn(&opts.command, &membox, identity.as_ref())?;
     let mut watch = Watch {
         membox: Some(&membox),
-        probes: &mut tracer.probes,
+        probes: tracer.as_mut().map(|t| &mut t.probes),
         progress: opts.progress,
         interval: opts.interval,
         vmstat_start: &window.before,
@@ -291,7 +311,19 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     let waited = rt.block_on(wait(pid, &mut signals, &mut watch))?;
     let samples = std::mem::take(&mut watch.samples);
-    let mut report = window.close(tracer, samples)?;
+    let mut report = match tracer {
+        Some(tracer) => window.close(tracer, samples)?,
+        None => window.close_untraced(),
+    };
+    if !opts.no_probes {
+        let after = self_usage();
+        report.collector = Some(CollectorCost {
+            attach_s,
+            user_s: after.user_s - self_before.user_s,
+            sys_s: after.sys_s - self_before.sys_s,
+            max_rss_bytes: after.max_rss_bytes,
+        });
+    }
     let box_report = membox.report();
     drop(membox);
 
@@ -312,6 +344,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             .collect()
     });
     report.pid = pid as u32;
+    report.run_as = identity.as_ref().map(privilege::Identity::describe);
     report.target = target_text;
     report.exit = Exit {
         code,
@@ -348,6 +381,9 @@ impl Tracer {
     /// Resolves fields (tracefs, BTF), plans and attaches every program,
     /// saying which metrics are unavailable or incomplete.
     pub fn attach(target: Target, opted_in: &[probes::OptIn]) -> Result<Tracer> {
+        // Another vmtrace attaching at the same time must not unmount the
+        // tracefs this one mounted (or the other way round).
+        let _attaching = crate::lock::Lock::take("attach");
         let (live, _tracefs_mount) = TraceFs::live()?;
         // Layouts may be read from another tree (a copy with a tracepoint
         // removed, in the tests); attaching always uses the live tracefs.
@@ -355,6 +391,17 @@ impl Tracer {
             Some(dir) => TraceFs::at(Path::new(&dir)),
             None => live,
         };
+        if tracefs.format("sched", "sched_process_exit")?.is_none()
+            && tracefs
+                .format("vmscan", "mm_vmscan_lru_shrink_inactive")?
+                .is_none()
+        {
+            bail!(
+                "this kernel shows no tracepoints in tracefs (built without \
+                 CONFIG_TRACEPOINTS/CONFIG_FTRACE, or tracefs hidden from this \
+                 container); vmtrace cannot measure anything here"
+            );
+        }
         let btf = kernel_btf();
         let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), opted_in)?;
         let swap_layout = swapdev::SwapLayout::read().unwrap_or_else(|e| {
@@ -414,6 +461,39 @@ pub struct Window {
 }
 
 impl Window {
+    /// A window with nothing traced (`run --no-probes`): the machine's
+    /// counters and the time only; no sysctl is touched.
+    pub fn open_untraced() -> Result<Window> {
+        Ok(Window {
+            kswapd_cpu_before: Vec::new(),
+            before: VmStat::read()?,
+            started: Instant::now(),
+            started_unix_s: unix_now(),
+            started_mono_ns: collect::monotonic_ns(),
+            delayacct: None,
+            delayacct_on: false,
+            bpf_stats: false,
+            bpf_stats_guard: None,
+        })
+    }
+
+    /// Closes an untraced window: wall time and /proc/vmstat deltas.
+    pub fn close_untraced(self) -> RunReport {
+        let after = VmStat::read().unwrap_or_else(|_| self.before.clone());
+        RunReport {
+            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
+            kernel_release: kernel_release(),
+            started_unix_s: self.started_unix_s,
+            untraced: true,
+            usage: Usage {
+                wall_s: self.started.elapsed().as_secs_f64(),
+                ..Default::default()
+            },
+            vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &after)),
+            ..Default::default()
+        }
+    }
+
     pub fn open(bpf_stats: bool) -> Result<Window> {
         let bpf_stats_guard = if bpf_stats {
             crate::sysctl::SysctlOverride::set("kernel.bpf_stats_enabled", "1")?
@@ -434,9 +514,7 @@ impl Window {
             kswapd_cpu_before: collect::kswapd_cpu(),
             before: VmStat::read()?,
             started: Instant::now(),
-            started_unix_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
             delayacct,
             delayacct_on,
@@ -545,6 +623,28 @@ impl Window {
     }
 }
 
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// vmtrace's own resource use so far (every thread; not the command's,
+/// which is a child process).
+fn self_usage() -> CollectorCost {
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to our own struct.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    CollectorCost {
+        attach_s: 0.0,
+        user_s: tv(ru.ru_utime),
+        sys_s: tv(ru.ru_stime),
+        max_rss_bytes: ru.ru_maxrss as u64 * 1024,
+    }
+}
+
 /// A missing command is reported before anything is set up.
 fn check_command_exists(program: &OsString) -> Result<()> {
     let p = Path::new(program);
@@ -554,23 +654,49 @@ fn check_command_exists(program: &OsString) -> Result<()> {
         std::env::var_os("PATH")
             .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(p).is_file()))
     };
-    if !found {
+    if !found && p.components().count() > 1 {
         bail!(
             "command `{}` not found; check the name, or give its path",
             p.display()
+        );
+    }
+    if !found {
+        let bundled: Vec<&str> = vmtrace_workloads::cli::BUNDLED
+            .iter()
+            .map(|b| b.name)
+            .collect();
+        bail!(
+            "`{}` is neither a bundled workload ({}) nor a command on PATH; \
+             check the name, or give its path",
+            p.display(),
+            bundled.join(", ")
         );
     }
     Ok(())
 }
 
 /// Starts the command with the box's cgroups joined before exec, so that
-/// its first page fault is already inside the box.
-fn spawn(command: &[OsString], membox: &MemBox) -> Result<i32> {
+/// its first page fault is already inside the box; as `identity` when
+/// given (sudo's invoker), after joining (the cgroup files are root's).
+fn spawn(
+    command: &[OsString],
+    membox: &MemBox,
+    identity: Option<&privilege::Identity>,
+) -> Result<i32> {
     let joins = membox.join_paths()?;
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]);
-    // SAFETY: the closure only calls open/write/close (async-signal-safe)
-    // on paths prepared before fork; it allocates nothing.
+    let identity = identity.cloned();
+    if let Some(id) = &identity {
+        cmd.env("USER", &id.user).env("LOGNAME", &id.user);
+        if let Some(home) = &id.home {
+            cmd.env("HOME", home);
+        }
+    }
+    let hint = privilege::start_hint(identity.as_ref());
+    // SAFETY: the closure only calls open/write/close, setgroups, setgid
+    // and setuid (async-signal-safe) on data prepared before fork; it
+    // allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             for path in &joins {
@@ -585,12 +711,15 @@ fn spawn(command: &[OsString], membox: &MemBox) -> Result<i32> {
                     return Err(err);
                 }
             }
-            Ok(())
+            match &identity {
+                Some(id) => id.become_in_child(),
+                None => Ok(()),
+            }
         });
     }
     let child = cmd
         .spawn()
-        .with_context(|| format!("cannot start `{}`", command[0].to_string_lossy()))?;
+        .with_context(|| format!("cannot start `{}`{hint}", command[0].to_string_lossy()))?;
     // Reaped by wait4 below (for its rusage), not by std.
     i32::try_from(child.id()).context("child pid")
 }
@@ -599,6 +728,37 @@ struct Waited {
     status: i32,
     rusage: libc::rusage,
     interrupted: bool,
+}
+
+/// The signals vmtrace catches for a run: held (blocked) from the first
+/// instruction of `main` until their handlers are installed, so that one
+/// arriving while vmtrace starts up is acted on (the box torn down, the
+/// run reported) instead of killing it half set up.
+const CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn mask_signals(how: libc::c_int) {
+    // SAFETY: a sigset we own, changed only through libc's functions.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in CAUGHT {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP (first thing in `main`, before any
+/// thread exists). Commands vmtrace starts get an empty mask (std resets
+/// it in the child).
+pub fn hold_signals() {
+    mask_signals(libc::SIG_BLOCK);
+}
+
+/// Unblocks them: their handlers are in place, or the subcommand has
+/// nothing to tear down. One that arrived meanwhile is delivered now.
+pub fn release_signals() {
+    mask_signals(libc::SIG_UNBLOCK);
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught for the whole run.
@@ -611,11 +771,13 @@ pub(crate) struct Signals {
 impl Signals {
     pub(crate) fn new() -> Result<Signals> {
         let s = |k| signal(k).context("installing signal handlers");
-        Ok(Signals {
+        let signals = Signals {
             int: s(SignalKind::interrupt())?,
             term: s(SignalKind::terminate())?,
             hup: s(SignalKind::hangup())?,
-        })
+        };
+        release_signals();
+        Ok(signals)
     }
 
     pub(crate) async fn next(&mut self) -> i32 {
@@ -639,7 +801,8 @@ impl Signals {
 /// What the wait loop watches and collects besides the child.
 pub(crate) struct Watch<'a> {
     pub(crate) membox: Option<&'a MemBox>,
-    pub(crate) probes: &'a mut probes::Probes,
+    /// None when nothing is traced (`run --no-probes`): no samples.
+    pub(crate) probes: Option<&'a mut probes::Probes>,
     pub(crate) progress: Progress,
     pub(crate) interval: Duration,
     pub(crate) vmstat_start: &'a VmStat,
@@ -651,9 +814,12 @@ pub(crate) struct Watch<'a> {
 
 impl Watch<'_> {
     pub(crate) fn sample(&mut self, t_s: f64) {
-        self.probes.drain_oom();
-        self.probes.flush_log();
-        if let Ok(t) = collect::read(self.probes) {
+        let Some(probes) = self.probes.as_deref_mut() else {
+            return;
+        };
+        probes.drain_oom();
+        probes.flush_log();
+        if let Ok(t) = collect::read(probes) {
             let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
             s.box_bytes = self.membox.and_then(MemBox::usage_bytes);
             for h in vmtrace_common::Hist::ALL {
@@ -835,6 +1001,7 @@ fn decode_status(status: i32) -> (Option<i32>, Option<i32>) {
 /// `vmtrace probes`: the catalogue against the live kernel.
 pub fn probe_listing() -> Result<Vec<probes::Listed>> {
     privilege::require()?;
+    let _attaching = crate::lock::Lock::take("attach");
     let (live, _mount) = TraceFs::live()?;
     let tracefs = match std::env::var_os(FORMATS_ENV) {
         Some(dir) => TraceFs::at(Path::new(&dir)),
@@ -844,12 +1011,30 @@ pub fn probe_listing() -> Result<Vec<probes::Listed>> {
     probes::listing(&tracefs, btf.as_ref().map(|b| b as _))
 }
 
-/// The running kernel's BTF, if it has any (a notice when unreadable).
+/// Environment variable naming the kernel BTF file to read instead of
+/// /sys/kernel/btf/vmlinux; a path that does not exist means "this kernel
+/// has no BTF" (portability tests).
+pub const BTF_ENV: &str = "VMTRACE_BTF";
+
+/// The running kernel's BTF, if it has any (a notice when it has none or
+/// it is unreadable: the metrics that need it are off).
 fn kernel_btf() -> Option<crate::btf::Btf> {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return None;
-    }
-    crate::btf::Btf::from_sys_fs()
+    let path = std::env::var_os(BTF_ENV).map_or_else(
+        || "/sys/kernel/btf/vmlinux".into(),
+        std::path::PathBuf::from,
+    );
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!(
+                "vmtrace: notice: no kernel BTF ({}: {e}; a kernel built without \
+                 CONFIG_DEBUG_INFO_BTF): the metrics that need it are off",
+                path.display()
+            );
+            return None;
+        }
+    };
+    crate::btf::Btf::parse(&data)
         .map_err(|e| eprintln!("vmtrace: notice: kernel BTF unusable: {e:#}"))
         .ok()
 }

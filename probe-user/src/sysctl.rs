@@ -2,16 +2,55 @@
 //! (errors and Ctrl-C included: the guard lives on the run's stack), and
 //! written down in a state file (/run/vmtrace/sysctl-PID.state) so that
 //! the next vmtrace restores what one killed with SIGKILL left changed.
+//!
+//! Two vmtraces at once share a change: the one that ends first leaves a
+//! sysctl another live vmtrace still holds, and the last one restores the
+//! value from before the first (each state file carries that original
+//! value). A vmtrace that wants a different value from the one another
+//! live vmtrace holds is refused. Every step runs under a lock file
+//! (/run/vmtrace/sysctl.lock).
 
 use std::{
     io::Write,
     path::{Path, PathBuf},
 };
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-/// Where the state files live (a tmpfs: a reboot resets sysctls anyway).
-const STATE_DIR: &str = "/run/vmtrace";
+// The state files live in STATE_DIR (a tmpfs: a reboot resets sysctls
+// anyway).
+use crate::lock::{Lock, STATE_DIR};
+
+/// Another live vmtrace's hold on `path`: its pid and the value the
+/// sysctl had before it (or before whoever it shared it with).
+fn held_by_others(path: &Path) -> Vec<(String, String)> {
+    let mut held = Vec::new();
+    let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
+        return held;
+    };
+    let me = std::process::id().to_string();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("sysctl-")
+            .and_then(|r| r.strip_suffix(".state"))
+        else {
+            continue;
+        };
+        if pid == me || crate::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for line in text.lines() {
+            if let Some((p, old)) = line.split_once('\t')
+                && Path::new(p) == path
+            {
+                held.push((pid.to_string(), old.to_string()));
+            }
+        }
+    }
+    held
+}
 
 /// A sysctl set for the duration of a run.
 #[derive(Debug)]
@@ -30,16 +69,31 @@ fn state_line(path: &Path, old: &str) -> String {
 
 impl SysctlOverride {
     /// Sets `/proc/sys/<name>` (dots or slashes) to `value`; None when it
-    /// already has that value (nothing to restore).
+    /// already has that value and no other vmtrace holds it (nothing to
+    /// restore).
     pub fn set(name: &str, value: &str) -> Result<Option<SysctlOverride>> {
         let path = PathBuf::from("/proc/sys").join(name.replace('.', "/"));
-        let old = std::fs::read_to_string(&path)
+        let _lock = Lock::take("sysctl");
+        let current = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?
             .trim()
             .to_string();
-        if old == value {
-            return Ok(None);
-        }
+        let others = held_by_others(&path);
+        let old = match others.first() {
+            // Shared: the original value travels on, to be restored by
+            // whichever vmtrace ends last.
+            Some((pid, original)) => {
+                if current != value {
+                    bail!(
+                        "{name} is {current} for the run of another vmtrace (pid {pid}); \
+                         wait for it to end, or ask for the same value"
+                    );
+                }
+                original.clone()
+            }
+            None if current == value => return Ok(None),
+            None => current.clone(),
+        };
         // Written down first: a kill -9 right after the write is covered.
         let recorded = std::fs::create_dir_all(STATE_DIR).and_then(|()| {
             std::fs::OpenOptions::new()
@@ -55,16 +109,22 @@ impl SysctlOverride {
                 path.display()
             );
         }
-        std::fs::write(&path, value).map_err(|e| {
-            anyhow::anyhow!("cannot set {name}={value}: {e} (it stays {old}); check the value")
-        })?;
+        if current != value
+            && let Err(e) = std::fs::write(&path, value)
+        {
+            unrecord(&path, &old);
+            bail!("cannot set {name}={value}: {e} (it stays {current}); check the value");
+        }
         Ok(Some(SysctlOverride { path, old }))
     }
 }
 
 impl Drop for SysctlOverride {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::write(&self.path, &self.old) {
+        let _lock = Lock::take("sysctl");
+        // Another live vmtrace still holds it: it restores it at its end.
+        let shared = !held_by_others(&self.path).is_empty();
+        if !shared && let Err(e) = std::fs::write(&self.path, &self.old) {
             eprintln!(
                 "vmtrace: warning: could not restore {} to {}: {e}; restore it by hand",
                 self.path.display(),
@@ -72,25 +132,31 @@ impl Drop for SysctlOverride {
             );
             return;
         }
-        // Off the state file; the file goes with its last line.
-        let file = state_file();
-        let line = state_line(&self.path, &self.old);
-        let kept: String = std::fs::read_to_string(&file)
-            .unwrap_or_default()
-            .split_inclusive('\n')
-            .filter(|l| *l != line)
-            .collect();
-        let _ = if kept.is_empty() {
-            std::fs::remove_file(&file)
-        } else {
-            std::fs::write(&file, kept)
-        };
+        unrecord(&self.path, &self.old);
     }
+}
+
+/// Takes a change off this process's state file; the file goes with its
+/// last line.
+fn unrecord(path: &Path, old: &str) {
+    let file = state_file();
+    let line = state_line(path, old);
+    let kept: String = std::fs::read_to_string(&file)
+        .unwrap_or_default()
+        .split_inclusive('\n')
+        .filter(|l| *l != line)
+        .collect();
+    let _ = if kept.is_empty() {
+        std::fs::remove_file(&file)
+    } else {
+        std::fs::write(&file, kept)
+    };
 }
 
 /// Restores the sysctls of vmtraces that died without restoring them
 /// (their state files); returns what was restored, for a notice.
 pub fn restore_stale() -> Vec<String> {
+    let _lock = Lock::take("sysctl");
     let mut restored = Vec::new();
     let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
         return restored;
@@ -113,6 +179,10 @@ pub fn restore_stale() -> Vec<String> {
                 continue;
             };
             if !path.starts_with("/proc/sys/") || path.contains("..") {
+                continue;
+            }
+            // A live vmtrace shares it and will restore it.
+            if !held_by_others(Path::new(path)).is_empty() {
                 continue;
             }
             if std::fs::write(path, old).is_ok() {

@@ -83,7 +83,14 @@ fn parse_field(line: &str) -> Option<(String, FieldDef)> {
     let split = decl_no_array.rfind([' ', '*'])?;
     let name = decl_no_array[split + 1..].trim().to_string();
     let c_type = decl_no_array[..=split].trim().to_string();
-    if name.is_empty() {
+    // A C identifier, or the line is not what it seems (a damaged file:
+    // found by fuzzing, tests/fuzz.rs).
+    let identifier = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !identifier {
         return None;
     }
     Some((

@@ -332,6 +332,18 @@ pub struct Unavailable {
     pub reason: String,
 }
 
+/// What vmtrace itself cost during a run: the time to load, verify and
+/// attach every program, its own CPU time (all its threads, attach
+/// included) and its peak memory. The command is a child process and is
+/// not counted.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CollectorCost {
+    pub attach_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub max_rss_bytes: u64,
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunReport {
     pub vmtrace_version: String,
@@ -346,6 +358,14 @@ pub struct RunReport {
     /// no exit status.
     #[serde(default)]
     pub attached: bool,
+    /// Who the command ran as when not vmtrace's own user (sudo's
+    /// invoker): `alice (uid 1000, gid 1000)`.
+    #[serde(default)]
+    pub run_as: Option<String>,
+    /// `vmtrace run --no-probes`: nothing was attached; only times,
+    /// rusage and /proc/vmstat deltas (a baseline).
+    #[serde(default)]
+    pub untraced: bool,
     /// Which tasks the per-task metrics cover.
     pub target: String,
     pub exit: Exit,
@@ -382,6 +402,9 @@ pub struct RunReport {
     /// With --bpf-stats: each eBPF program's runs and run time.
     #[serde(default)]
     pub program_costs: Option<Vec<ProgramCost>>,
+    /// What vmtrace itself cost (`run`; None when untraced).
+    #[serde(default)]
+    pub collector: Option<CollectorCost>,
     /// Per populated zone: pressure from every side, in one table.
     pub zones: Vec<ZoneRow>,
     /// `mm_vmscan_lru_isolate` per (highest zone index, LRU list); lists

@@ -29,6 +29,9 @@ impl RunReport {
         for line in wrap(&format!("command: {}", self.command.join(" ")), 72) {
             writeln!(o, "{line}")?;
         }
+        if let Some(user) = &self.run_as {
+            writeln!(o, "run as: {user}, who ran sudo")?;
+        }
         if let Some(b) = &self.membox {
             let mem = b.mem_limit_bytes.map_or("no limit".to_string(), |m| {
                 format!(
@@ -103,6 +106,15 @@ impl RunReport {
             "swap:     {} pages out, {} pages in (/proc/vmstat)",
             v.pswpout, v.pswpin
         )?;
+        if self.untraced {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "untraced (--no-probes): nothing was attached; times, rusage"
+            )?;
+            writeln!(o, "and /proc/vmstat only (a baseline for overhead).")?;
+            return Ok(());
+        }
 
         for (title, r) in [
             ("direct reclaim", &self.direct_reclaim),
@@ -574,6 +586,16 @@ impl RunReport {
                     format!("{}ns", c.run_ns / c.runs.max(1))
                 )?;
             }
+        }
+
+        if let Some(c) = &self.collector {
+            writeln!(o)?;
+            writeln!(
+                o,
+                "vmtrace itself: attach {:.2} s, CPU {:.2} s user + {:.2} s sys,",
+                c.attach_s, c.user_s, c.sys_s
+            )?;
+            writeln!(o, "  peak RSS {}", human(c.max_rss_bytes))?;
         }
 
         let d = &self.dropped;
