@@ -97,6 +97,27 @@ sudo vmtrace attach --cgroup /sys/fs/cgroup/system.slice/build.service --duratio
 sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json"
     )]
     Attach(AttachArgs),
+    /// Run the same job on other kernels, each booted in a QEMU guest
+    /// with a small memory size, and compare them
+    #[command(
+        long_about = "Boots each --kernel in a QEMU guest (TCG; --kvm where the host's \
+KVM runs stock kernels) with --mem of memory (the modern mem=64M), the host's root \
+shared read-only, a scratch disk for /var/tmp and, with --swap, a swap disk; runs \
+this very vmtrace binary inside with the `run ...` given after --, brings the \
+recording home (labelled with the guest's kernel release), and ends with `vmtrace \
+compare` of the kernels. `--kernel host` runs the same command on the host, for \
+reference. Each kernel's directory keeps its recording, vmtrace's output and the \
+guest's console log; a guest that panics, hangs (--timeout) or does not boot is \
+reported with its last console lines, and the other kernels still run. Under TCG \
+guest wall times are several times the host's and only comparable between guests; \
+counters are real. Debian kernels are downloaded with apt-get download and unpacked \
+into /var/cache/vmtrace/kernels, never installed.",
+        after_help = "Examples:\n  \
+sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 --mem 512M -- run qsbench -m 200 --mem 128M --swap 1G\n  \
+sudo vmtrace kernels --kernel /boot/vmlinuz-6.1.0-57-amd64 --kernel host -- run build -j 4\n  \
+sudo vmtrace kernels --kernel ./bzImage:./modules/6.13.0 --swap 1G -- run memhog"
+    )]
+    Kernels(KernelsArgs),
     /// Print the report of one or more recordings
     #[command(
         long_about = "Prints what `run` printed, from recordings: the machine and \
@@ -294,6 +315,49 @@ probe (see docs/BENCHMARKS.md for its measured cost)."
 }
 
 #[derive(Debug, clap::Args)]
+pub struct KernelsArgs {
+    /// A kernel to boot (repeatable): an image path (bzImage or vmlinuz;
+    /// IMAGE:MODULES_DIR for its modules), debian:6.1 or debian:6.12 (the
+    /// newest Debian package of that line), a Debian package name, or
+    /// `host` (no guest: this machine)
+    #[arg(long = "kernel", value_name = "K", required = true)]
+    pub kernels: Vec<String>,
+    /// Guest memory (the modern mem=...)
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub mem: u64,
+    /// Give the guest a swap disk of SIZE, active before the run
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub swap: Option<u64>,
+    /// Size of the guest's /var/tmp disk (ext4, sparse on the host): room
+    /// for the swapfile `run --swap` makes, plus the 1 GiB it keeps spare
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]
+    pub disk: u64,
+    /// Guest CPUs
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub cpus: u32,
+    /// Runs of the command in each guest (`run --repeat`)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Seconds a guest may take, boot to power-off, before it is killed
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    pub timeout: u64,
+    /// Use KVM instead of TCG (where the host's KVM runs stock kernels)
+    #[arg(long)]
+    pub kvm: bool,
+    /// Directory for the results [default: ./vmtrace-kernels-UTCTIME]
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// `run` and its arguments, as for `vmtrace run` (after --)
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "run ARGS"
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct AttachArgs {
     /// A process to trace, with its descendants (repeatable)
     #[arg(long, value_name = "PID")]
@@ -416,6 +480,18 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
     match cli.command {
         Commands::Run(args) => run_command(args),
+        Commands::Kernels(a) => crate::kernels::kernels(&crate::kernels::KernelsOptions {
+            kernels: a.kernels,
+            mem: a.mem,
+            swap: a.swap,
+            disk: a.disk,
+            cpus: a.cpus,
+            repeat: a.repeat,
+            timeout: Duration::from_secs(a.timeout.max(10)),
+            kvm: a.kvm,
+            out: a.out,
+            command: a.command,
+        }),
         Commands::Workload { name, args } => {
             let Some(b) = vmtrace_workloads::cli::bundled(&name) else {
                 anyhow::bail!("no bundled workload named {name}");

@@ -9,6 +9,7 @@ pub mod collect;
 pub mod compare;
 pub mod export;
 pub mod histogram;
+pub mod kernels;
 pub mod lock;
 pub mod membox;
 pub mod privilege;

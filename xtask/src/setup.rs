@@ -8,7 +8,8 @@
 //!   directory of links to the nightly's libLLVM, kept under $CARGO_HOME,
 //!   so it runs outside `rustup run` too;
 //! - Debian packages the tests use (util-linux: mkswap, setpriv; make and
-//!   gcc for the build workload; python3 and pip);
+//!   gcc for the build workload; python3 and pip; qemu-system-x86,
+//!   busybox-static, e2fsprogs and xz-utils for `vmtrace kernels`);
 //! - the PyPI `hdrhistogram` package, into $CARGO_HOME/vmtrace-python (not
 //!   the system's Python): the test that HdrHistogram's own decoder reads
 //!   vmtrace's interval logs uses it.
@@ -37,6 +38,12 @@ const DEBIAN: &[(&str, &str)] = &[
     ("python3", "python3"),
     // Headers for the PyPI decoder's C extension, built by pip.
     ("python3-config", "python3-dev"),
+    // `vmtrace kernels`: guests, their initramfs and disks, Debian's
+    // compressed kernel modules.
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("busybox", "busybox-static"),
+    ("mkfs.ext4", "e2fsprogs"),
+    ("xz", "xz-utils"),
 ];
 
 /// The PyPI HdrHistogram decoder the hlog export is checked with.
