@@ -2708,3 +2708,28 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
         );
     }
 }
+
+/// A kernel that does not boot is reported (with the guest's last
+/// console lines or QEMU's complaint), and the other kernels still run.
+#[test]
+#[ignore = "needs root and QEMU; run with `cargo xtask test`"]
+fn a_kernel_that_does_not_boot_is_reported_and_the_rest_still_run() {
+    let _g = guard();
+    let dir = fresh_scratch("kernels-broken");
+    let bogus = dir.join("vmlinuz-0.0-broken");
+    std::fs::write(&bogus, vec![0x5a; 64 * 1024]).expect("write");
+    let out_dir = dir.join("k");
+    let out = vmtrace(&["kernels", "--kernel"])
+        .arg(&bogus)
+        .args(["--kernel", "host", "--timeout", "60", "-o"])
+        .arg(&out_dir)
+        .args(["--", "run", "--", "true"])
+        .output()
+        .expect("run vmtrace kernels");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("FAILED"), "{err}");
+    let host = out_dir.join("2-host").join("run.vmtrace.json");
+    assert!(host.is_file(), "the host run did not happen: {err}");
+    assert_eq!(recording(&host)["runs"][0]["report"]["exit"]["code"], 0);
+}
