@@ -71,9 +71,23 @@ pub fn resolve(spec: &str) -> Result<Kernel> {
              Debian package name like linux-image-6.1.0-57-amd64"
         ),
     };
-    unpacked(&package).map(|mut k| {
-        k.spec = spec.into();
-        k
+    let k = match unpacked(&package) {
+        Ok(k) => k,
+        // Stale apt lists name packages the mirror no longer has: refresh
+        // them once and look again.
+        Err(e) => {
+            eprintln!("vmtrace: {e:#}; running apt-get update and trying again");
+            let _ = Command::new("apt-get").args(["update", "-q"]).output();
+            let package = match spec.strip_prefix("debian:") {
+                Some(line) => newest_package(line)?,
+                None => package,
+            };
+            unpacked(&package)?
+        }
+    };
+    Ok(Kernel {
+        spec: spec.into(),
+        ..k
     })
 }
 
