@@ -36,12 +36,22 @@ pub fn build(modules: Option<&Path>, out: &Path) -> Result<()> {
         .map(Path::new)
         .find(|p| p.is_file())
         .context("busybox not found: install busybox-static (cargo xtask setup does)")?;
+    let busybox_bytes = std::fs::read(busybox)?;
+    // The initramfs has no C library: a dynamically linked busybox (the
+    // `busybox` package, not `busybox-static`) cannot start there.
+    if has_interpreter(&busybox_bytes) {
+        bail!(
+            "{} is dynamically linked; the guest needs a static busybox: install \
+             busybox-static",
+            busybox.display()
+        );
+    }
     let mut a = Cpio::default();
     for d in ["bin", "dev", "proc", "sys", "host", "modules"] {
         a.dir(d);
     }
     a.char_dev("dev/console", 5, 1);
-    a.file("bin/busybox", 0o755, std::fs::read(busybox)?);
+    a.file("bin/busybox", 0o755, busybox_bytes);
     a.file("init", 0o755, INIT.as_bytes().to_vec());
     if let Some(dir) = modules {
         for (i, (name, bytes)) in module_order(dir)?.into_iter().enumerate() {
@@ -49,6 +59,30 @@ pub fn build(modules: Option<&Path>, out: &Path) -> Result<()> {
         }
     }
     std::fs::write(out, a.finish()).with_context(|| format!("writing {}", out.display()))
+}
+
+/// Whether an ELF64 executable names a program interpreter (PT_INTERP):
+/// it is dynamically linked.
+fn has_interpreter(elf: &[u8]) -> bool {
+    let u16_at = |o: usize| {
+        elf.get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+    };
+    let u64_at = |o: usize| {
+        elf.get(o..o + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(|b: [u8; 8]| u64::from_le_bytes(b) as usize)
+    };
+    if !elf.starts_with(b"\x7fELF") || elf.get(4) != Some(&2) {
+        return false;
+    }
+    let (Some(phoff), Some(size), Some(count)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38)) else {
+        return false;
+    };
+    (0..count.min(256)).any(|i| {
+        elf.get(phoff + i * size..phoff + i * size + 4)
+            .is_some_and(|t| t == 3u32.to_le_bytes())
+    })
 }
 
 /// The wanted modules and their dependencies, dependencies first, each
@@ -295,6 +329,20 @@ mod tests {
         assert_eq!(order.iter().filter(|o| *o == "9pnet").count(), 1);
         assert_eq!(modinfo_depends(b"x\0depends=\0"), Vec::<String>::new());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn dynamic_executables_are_told_from_static_ones() {
+        // This test binary is dynamically linked (std links libc).
+        let me = std::fs::read("/proc/self/exe").expect("read self");
+        assert!(has_interpreter(&me));
+        if let Ok(b) = std::fs::read("/bin/busybox") {
+            // Debian's busybox-static (what setup installs) has none.
+            let dynamic = has_interpreter(&b);
+            let pkg_static = Path::new("/usr/share/doc/busybox-static").exists();
+            assert!(!(dynamic && pkg_static));
+        }
+        assert!(!has_interpreter(b"not an elf"));
     }
 
     #[test]
