@@ -645,14 +645,19 @@ fn self_usage() -> CollectorCost {
     }
 }
 
+/// Whether a program of that name is in a directory of $PATH.
+pub(crate) fn on_path(program: &Path) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
 /// A missing command is reported before anything is set up.
 fn check_command_exists(program: &OsString) -> Result<()> {
     let p = Path::new(program);
     let found = if p.components().count() > 1 {
         p.is_file()
     } else {
-        std::env::var_os("PATH")
-            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(p).is_file()))
+        on_path(p)
     };
     if !found && p.components().count() > 1 {
         bail!(

@@ -21,31 +21,35 @@ use anyhow::{Context, Result, bail};
 // anyway).
 use crate::lock::{Lock, STATE_DIR};
 
+/// Every state file: (pid of the vmtrace that wrote it, path).
+fn state_files() -> Vec<(String, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix("sysctl-")?.strip_suffix(".state")?;
+            Some((pid.to_string(), e.path()))
+        })
+        .collect()
+}
+
 /// Another live vmtrace's hold on `path`: its pid and the value the
 /// sysctl had before it (or before whoever it shared it with).
 fn held_by_others(path: &Path) -> Vec<(String, String)> {
-    let mut held = Vec::new();
-    let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
-        return held;
-    };
     let me = std::process::id().to_string();
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("sysctl-")
-            .and_then(|r| r.strip_suffix(".state"))
-        else {
-            continue;
-        };
+    let mut held = Vec::new();
+    for (pid, file) in state_files() {
         if pid == me || crate::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
             continue;
         }
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
         for line in text.lines() {
             if let Some((p, old)) = line.split_once('\t')
                 && Path::new(p) == path
             {
-                held.push((pid.to_string(), old.to_string()));
+                held.push((pid.clone(), old.to_string()));
             }
         }
     }
@@ -158,21 +162,11 @@ fn unrecord(path: &Path, old: &str) {
 pub fn restore_stale() -> Vec<String> {
     let _lock = Lock::take("sysctl");
     let mut restored = Vec::new();
-    let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
-        return restored;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("sysctl-")
-            .and_then(|r| r.strip_suffix(".state"))
-        else {
-            continue;
-        };
+    for (pid, file) in state_files() {
         if !crate::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
             continue;
         }
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
         // Last change first, so that a sysctl changed twice ends as it began.
         for line in text.lines().rev() {
             let Some((path, old)) = line.split_once('\t') else {
@@ -190,7 +184,7 @@ pub fn restore_stale() -> Vec<String> {
                 restored.push(format!("{name} restored to {old}"));
             }
         }
-        let _ = std::fs::remove_file(e.path());
+        let _ = std::fs::remove_file(&file);
     }
     restored
 }

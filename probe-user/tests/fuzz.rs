@@ -20,6 +20,9 @@ use std::{
 };
 
 use vmtrace::{recording::Recording, tracefs::Format};
+// The workloads' xorshift64*: deterministic from the seed, so a failure
+// replays.
+use vmtrace_workloads::memhog::Rng;
 
 fn tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
@@ -46,28 +49,6 @@ fn files(dir: &Path, keep: &dyn Fn(&str) -> bool) -> Vec<Vec<u8>> {
         }
     }
     out
-}
-
-/// xorshift64*: deterministic from the seed, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
 }
 
 const NUMBERS: &[&str] = &[
@@ -169,7 +150,7 @@ fn seed() -> u64 {
 fn fuzz(name: &str, corpus: &[Vec<u8>], check: &dyn Fn(&[u8]) -> Result<(), String>) -> u64 {
     assert!(!corpus.is_empty(), "{name}: empty corpus");
     let seed = seed();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let deadline = Instant::now() + budget();
     let mut tried = 0u64;
     // The corpus itself first, then mutations.

@@ -63,26 +63,22 @@ pub fn resolve(spec: &str) -> Result<Kernel> {
             "--kernel {spec}: no such kernel image; give a bzImage/vmlinuz path, debian:6.1 or a Debian package name"
         );
     }
-    let package = match spec.strip_prefix("debian:") {
-        Some(line) => newest_package(line)?,
-        None if spec.starts_with("linux-image-") => spec.to_string(),
+    let package = || match spec.strip_prefix("debian:") {
+        Some(line) => newest_package(line),
+        None if spec.starts_with("linux-image-") => Ok(spec.to_string()),
         None => bail!(
             "--kernel {spec}: give a kernel image path, debian:6.1 / debian:6.12, or a \
              Debian package name like linux-image-6.1.0-57-amd64"
         ),
     };
-    let k = match unpacked(&package) {
+    let k = match unpacked(&package()?) {
         Ok(k) => k,
         // Stale apt lists name packages the mirror no longer has: refresh
         // them once and look again.
         Err(e) => {
             eprintln!("vmtrace: {e:#}; running apt-get update and trying again");
             let _ = Command::new("apt-get").args(["update", "-q"]).output();
-            let package = match spec.strip_prefix("debian:") {
-                Some(line) => newest_package(line)?,
-                None => package,
-            };
-            unpacked(&package)?
+            unpacked(&package()?)?
         }
     };
     Ok(Kernel {

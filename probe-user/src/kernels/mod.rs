@@ -68,7 +68,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
         ("mkfs.ext4", "e2fsprogs"),
         ("mkswap", "util-linux"),
     ] {
-        if !on_path(tool) {
+        if !crate::run::on_path(Path::new(tool)) {
             bail!("{tool} not found; install {package} (apt-get install {package})");
         }
     }
@@ -146,11 +146,6 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     eprintln!("vmtrace: everything is in {}", out.display());
     let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
     Ok(i32::from(failed > 0))
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 /// The host kernel, for reference: the same command run here.

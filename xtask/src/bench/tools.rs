@@ -226,12 +226,11 @@ pub fn lost_and_recorded(tool: Tool, trace: &Path, output: &str) -> (Option<u64>
                 .lines()
                 .filter(|l| l.contains("perf record: Captured"))
                 .find_map(|l| l.split('(').nth(1)?.split_whitespace().next()?.parse().ok());
-            let stats = Command::new("perf")
-                .args(["report", "--stats", "-i"])
-                .arg(trace)
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
+            let stats = stdout_of(
+                Command::new("perf")
+                    .args(["report", "--stats", "-i"])
+                    .arg(trace),
+            );
             let lost: u64 = stats
                 .lines()
                 .filter(|l| l.contains("LOST"))
@@ -247,12 +246,11 @@ pub fn lost_and_recorded(tool: Tool, trace: &Path, output: &str) -> (Option<u64>
             (Some(lost), recorded)
         }
         Tool::TraceCmd => {
-            let stats = Command::new("trace-cmd")
-                .args(["report", "--stat", "-i"])
-                .arg(trace)
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
+            let stats = stdout_of(
+                Command::new("trace-cmd")
+                    .args(["report", "--stat", "-i"])
+                    .arg(trace),
+            );
             let field = |name: &str| -> u64 {
                 stats
                     .lines()
@@ -266,6 +264,13 @@ pub fn lost_and_recorded(tool: Tool, trace: &Path, output: &str) -> (Option<u64>
             (Some(lost), trace_cmd_events(trace))
         }
     }
+}
+
+/// What a command printed on stdout (empty when it could not run).
+fn stdout_of(cmd: &mut Command) -> String {
+    cmd.output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
 }
 
 /// Events in a trace-cmd trace (one line each in `trace-cmd report`).
