@@ -319,3 +319,106 @@ proptest! {
         }
     }
 }
+
+/// Every view of every good recording, byte for byte as blessed in
+/// tests/corpus/golden (`VMTRACE_BLESS=1 cargo test --test recordings
+/// golden` rewrites them). A change to a view's output is a change to
+/// these files, reviewed in the commit that makes it.
+#[test]
+fn views_match_the_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/golden");
+    let bless = std::env::var_os("VMTRACE_BLESS").is_some();
+    let files = good();
+    let mut views: Vec<(String, Vec<String>)> = Vec::new();
+    for path in &files {
+        let stem = path
+            .file_name()
+            .map(|n| n.to_string_lossy().replace(".vmtrace.json", ""))
+            .expect("file name");
+        let p = path.to_string_lossy().into_owned();
+        for (kind, args) in [
+            ("report.txt", vec!["report", &p]),
+            ("report.json", vec!["report", "--json", &p]),
+            ("export.csv", vec!["export", &p, "--format", "csv"]),
+            ("series.csv", vec!["export", &p, "--format", "series-csv"]),
+            ("export.txt", vec!["export", &p, "--format", "text"]),
+            ("export.svg", vec!["export", &p, "--format", "svg"]),
+        ] {
+            views.push((
+                format!("{stem}.{kind}"),
+                args.iter().map(|s| s.to_string()).collect(),
+            ));
+        }
+    }
+    // compare: the two runs of memhog-2runs as groups of one (split into
+    // files of their own), and the recording against itself (two runs a
+    // group).
+    let two = corpus().join("memhog-2runs.vmtrace.json");
+    let split = std::env::temp_dir().join(format!("vmtrace-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&split).expect("temp dir");
+    let whole: Value =
+        serde_json::from_str(&std::fs::read_to_string(&two).expect("reads")).expect("JSON");
+    let mut halves = Vec::new();
+    for i in 0..2 {
+        let mut one = whole.clone();
+        one["runs"] = Value::Array(vec![whole["runs"][i].clone()]);
+        let f = split.join(format!("run{i}.vmtrace.json"));
+        std::fs::write(&f, one.to_string()).expect("write half");
+        halves.push(f.to_string_lossy().into_owned());
+    }
+    let two = two.to_string_lossy().into_owned();
+    for (name, args) in [
+        (
+            "compare.txt",
+            vec!["compare", &halves[0], "--vs", &halves[1]],
+        ),
+        (
+            "compare.json",
+            vec!["compare", &halves[0], "--vs", &halves[1], "--json"],
+        ),
+        (
+            "compare-same.txt",
+            vec!["compare", &two, "--vs", &two, "--detail"],
+        ),
+        (
+            "compare-same.json",
+            vec!["compare", &two, "--vs", &two, "--json"],
+        ),
+    ] {
+        views.push((name.into(), args.iter().map(|s| s.to_string()).collect()));
+    }
+    let root = format!("{}/", env!("CARGO_MANIFEST_DIR"));
+    for (name, args) in views {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = vmtrace(&args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        // Paths in the output are the corpus's, wherever the tree is.
+        let got = text(&out.stdout)
+            .replace(&root, "")
+            .replace(&format!("{}/", split.display()), "");
+        let file = golden.join(&name);
+        if bless {
+            std::fs::create_dir_all(&golden).expect("golden dir");
+            std::fs::write(&file, &got).expect("write golden");
+            continue;
+        }
+        let want = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e}; bless with VMTRACE_BLESS=1", file.display()));
+        if got != want {
+            let line = got
+                .lines()
+                .zip(want.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.lines().count().min(want.lines().count()));
+            let _ = std::fs::remove_dir_all(&split);
+            panic!(
+                "{name} ({args:?}) differs from {} at line {}:\n got: {:?}\nwant: {:?}",
+                file.display(),
+                line + 1,
+                got.lines().nth(line),
+                want.lines().nth(line)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&split);
+}
