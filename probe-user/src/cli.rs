@@ -7,11 +7,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::{
-    membox::BoxSpec,
-    recording::{Environment, RecordedRun, Recording},
-    report::{RunReport, RunsTable},
-    run::{RunOptions, run},
-    size::parse_size,
+    host::membox::BoxSpec,
+    model::recording::{Environment, RecordedRun, Recording},
+    model::report::RunReport,
+    model::units::parse_size,
+    session::run::{RunOptions, run},
+    view::report::RunsTable,
 };
 
 #[derive(Debug, Parser)]
@@ -205,7 +206,7 @@ vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Output format
-        #[arg(long, short, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(crate::export::FORMATS))]
+        #[arg(long, short, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(crate::view::export::FORMATS))]
         format: String,
         /// Write to PATH instead of stdout
         #[arg(short, long, value_name = "PATH")]
@@ -393,7 +394,7 @@ pub struct AttachArgs {
 
 /// `vmtrace attach`: the report and the recording of the window.
 fn attach_command(args: AttachArgs) -> Result<i32> {
-    crate::privilege::require()?;
+    crate::host::privilege::require()?;
     let mut words = vec!["attach".to_string()];
     for p in &args.pid {
         words.push(format!("--pid {p}"));
@@ -404,7 +405,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
     for c in &args.comm {
         words.push(format!("--comm {c}"));
     }
-    let workload = crate::recording::Workload {
+    let workload = crate::model::recording::Workload {
         name: "attach".into(),
         arguments: words[1..].to_vec(),
         seed: None,
@@ -412,12 +413,12 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
     let path = args.output.clone().unwrap_or_else(|| {
         Recording::default_path(
             "attach",
-            &crate::run::kernel_release(),
+            &crate::host::proc::kernel_release(),
             std::time::SystemTime::now(),
         )
     });
     check_writable(&path)?;
-    let opts = crate::attach::AttachOptions {
+    let opts = crate::session::attach::AttachOptions {
         pids: args.pid,
         cgroups: args.cgroup,
         comms: args.comm,
@@ -429,7 +430,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         progress: None,
     };
     let mut recording = Recording::new(workload, Environment::capture());
-    let report = crate::attach::attach(&opts, words)?;
+    let report = crate::session::attach::attach(&opts, words)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -442,7 +443,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         label: String::new(),
         report,
     });
-    recording.write(&path, crate::recording::sudo_owner())?;
+    recording.write(&path, crate::model::recording::sudo_owner())?;
     eprintln!("vmtrace: recording written to {}", path.display());
     Ok(0)
 }
@@ -476,22 +477,24 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     // `run` and `attach` release the held signals once their handlers are
     // in place; everything else has nothing to tear down.
     if !matches!(cli.command, Commands::Run(_) | Commands::Attach(_)) {
-        crate::run::release_signals();
+        crate::session::run::release_signals();
     }
     match cli.command {
         Commands::Run(args) => run_command(args),
-        Commands::Kernels(a) => crate::kernels::kernels(&crate::kernels::KernelsOptions {
-            kernels: a.kernels,
-            mem: a.mem,
-            swap: a.swap,
-            disk: a.disk,
-            cpus: a.cpus,
-            repeat: a.repeat,
-            timeout: Duration::from_secs(a.timeout.max(10)),
-            kvm: a.kvm,
-            out: a.out,
-            command: a.command,
-        }),
+        Commands::Kernels(a) => {
+            crate::session::kernels::kernels(&crate::session::kernels::KernelsOptions {
+                kernels: a.kernels,
+                mem: a.mem,
+                swap: a.swap,
+                disk: a.disk,
+                cpus: a.cpus,
+                repeat: a.repeat,
+                timeout: Duration::from_secs(a.timeout.max(10)),
+                kvm: a.kvm,
+                out: a.out,
+                command: a.command,
+            })
+        }
         Commands::Workload { name, args } => {
             let Some(b) = vmtrace_workloads::cli::bundled(&name) else {
                 anyhow::bail!("no bundled workload named {name}");
@@ -529,7 +532,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             output,
         } => export_command(&files, &format, output.as_deref()),
         Commands::Probes { json } => {
-            let listed = crate::run::probe_listing()?;
+            let listed = crate::session::run::probe_listing()?;
             if json {
                 println!(
                     "{}",
@@ -538,7 +541,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             } else {
                 print!(
                     "{}",
-                    crate::report::probes_text(&crate::run::kernel_release(), &listed)
+                    crate::view::report::probes_text(&crate::host::proc::kernel_release(), &listed)
                 );
             }
             Ok(0)
@@ -552,9 +555,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 fn run_command(args: RunArgs) -> Result<i32> {
     use std::io::IsTerminal;
     let progress = if args.quiet {
-        crate::run::Progress::Quiet
+        crate::session::run::Progress::Quiet
     } else {
-        crate::run::Progress::from_mode(&args.progress, std::io::stderr().is_terminal())
+        crate::session::run::Progress::from_mode(&args.progress, std::io::stderr().is_terminal())
     };
     let opts = RunOptions {
         command: args.command,
@@ -573,10 +576,10 @@ fn run_command(args: RunArgs) -> Result<i32> {
         interval: Duration::from_secs_f64(args.interval),
     };
     // Not root says so first: nothing else can work without it.
-    crate::privilege::require()?;
+    crate::host::privilege::require()?;
     // Before the environment is captured, so the recording shows them;
     // restored when the guards drop at the end of this function.
-    let restored = crate::sysctl::restore_stale();
+    let restored = crate::host::sysctl::restore_stale();
     if !restored.is_empty() {
         eprintln!(
             "vmtrace: a vmtrace that died left sysctls changed: {}",
@@ -585,23 +588,23 @@ fn run_command(args: RunArgs) -> Result<i32> {
     }
     let mut _sysctls = Vec::new();
     for (name, value) in &args.sysctl {
-        if let Some(g) = crate::sysctl::SysctlOverride::set(name, value)? {
+        if let Some(g) = crate::host::sysctl::SysctlOverride::set(name, value)? {
             eprintln!("vmtrace: {name} set to {value} for the runs (restored after)");
             _sysctls.push(g);
         }
     }
-    let configs = crate::run::sweep(&opts)?;
-    let mut workload = crate::run::workload_of(&configs[0].1);
-    workload.arguments = crate::run::workload_of(&opts).arguments;
+    let configs = crate::session::run::sweep(&opts)?;
+    let mut workload = crate::session::run::workload_of(&configs[0].1);
+    workload.arguments = crate::session::run::workload_of(&opts).arguments;
     let path = args.output.clone().unwrap_or_else(|| {
         Recording::default_path(
             &workload.name,
-            &crate::run::kernel_release(),
+            &crate::host::proc::kernel_release(),
             std::time::SystemTime::now(),
         )
     });
     check_writable(&path)?;
-    let owner = crate::recording::sudo_owner();
+    let owner = crate::model::recording::sudo_owner();
     let mut recording = Recording::new(workload, Environment::capture());
     let total = configs.len() * args.repeat as usize;
     let mut exit_code = 0;
@@ -691,9 +694,9 @@ fn report_command(files: &[PathBuf], json: bool) -> Result<i32> {
             println!();
         }
         let mut text = format!("recording: {}\n", file.display());
-        text.push_str(&crate::export::text::render(rec));
+        text.push_str(&crate::view::export::text::render(rec));
         if colour {
-            text = crate::report::colourize(&text);
+            text = crate::view::report::colourize(&text);
         }
         print!("{text}");
     }
@@ -742,26 +745,26 @@ fn compare_command(
                 .collect::<Result<Vec<_>>>()
         })
         .collect::<Result<_>>()?;
-    let inputs: Vec<crate::compare::GroupInput> = groups
+    let inputs: Vec<crate::view::compare::GroupInput> = groups
         .iter()
         .zip(&recordings)
         .enumerate()
-        .map(|(i, (files, recs))| crate::compare::GroupInput {
+        .map(|(i, (files, recs))| crate::view::compare::GroupInput {
             label: labels.get(i).cloned(),
             files: files.iter().map(|f| f.display().to_string()).collect(),
             recordings: recs.iter().collect(),
         })
         .collect();
-    let cmp = crate::compare::compare(&inputs, force)?;
+    let cmp = crate::view::compare::compare(&inputs, force)?;
     if let Some(path) = svg {
         check_writable(path)?;
-        let page = crate::compare::svg(&cmp, &inputs);
+        let page = crate::view::compare::svg(&cmp, &inputs);
         // A .png path gets the same plots as an image.
         let bytes = if path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("png"))
         {
-            crate::export::png::to_png(&page)?
+            crate::view::export::png::to_png(&page)?
         } else {
             page.into_bytes()
         };
@@ -779,10 +782,10 @@ fn compare_command(
         "auto" if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() => {
             print!(
                 "{}",
-                crate::report::colourize(&crate::compare::text::render(&cmp, detail))
+                crate::view::report::colourize(&crate::view::compare::text::render(&cmp, detail))
             );
         }
-        _ => print!("{}", crate::compare::text::render(&cmp, detail)),
+        _ => print!("{}", crate::view::compare::text::render(&cmp, detail)),
     }
     Ok(0)
 }
@@ -799,7 +802,7 @@ fn export_command(
         .map(|f| Recording::read(f))
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Recording> = recordings.iter().collect();
-    let bytes = crate::export::render(&refs, format)?;
+    let bytes = crate::view::export::render(&refs, format)?;
     match output {
         Some(path) => {
             check_writable(path)?;
@@ -809,7 +812,7 @@ fn export_command(
                     path.display()
                 )
             })?;
-            if let Some((uid, gid)) = crate::recording::sudo_owner() {
+            if let Some((uid, gid)) = crate::model::recording::sudo_owner() {
                 let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
             }
         }
@@ -839,7 +842,7 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
             "-o {}: that is a directory; give a file name, like {}/run.{}",
             path.display(),
             path.display(),
-            crate::recording::EXTENSION
+            crate::model::recording::EXTENSION
         );
     }
     if !dir.is_dir() {

@@ -1,24 +1,18 @@
 //! vmtrace's collector as a library: everything but argument parsing is
-//! testable without the binary. Data flows one way: `probes` (kernel
-//! programs) and /proc -> `collect` -> `report`.
+//! testable without the binary. Layers, each importing only those below
+//! it (tests/layers.rs checks it; docs/ARCHITECTURE.md walks one signal
+//! through them):
+//!
+//! - `cli`: clap definitions, argv handling derived from them, dispatch
+//! - `session`: one run or attach, repeats and sweeps, guests, signals
+//! - `view`: report sections, exports, compare, plots
+//! - `kernel`: signal catalogue, plan, eBPF load/attach, map reads
+//! - `host`: /proc readers, memory box, swap, sysctl, privilege, locks
+//! - `model`: recording, run report, samples, histograms, units
 
-pub mod attach;
-pub mod btf;
 pub mod cli;
-pub mod collect;
-pub mod compare;
-pub mod export;
-pub mod histogram;
-pub mod kernels;
-pub mod lock;
-pub mod membox;
-pub mod privilege;
-pub mod probes;
-pub mod recording;
-pub mod report;
-pub mod run;
-pub mod sample;
-pub mod size;
-pub mod swapdev;
-pub mod sysctl;
-pub mod tracefs;
+pub mod host;
+pub mod kernel;
+pub mod model;
+pub mod session;
+pub mod view;

@@ -19,7 +19,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use vmtrace::{recording::Recording, tracefs::Format};
+use vmtrace::{kernel::tracefs::Format, model::recording::Recording};
 // The workloads' xorshift64*: deterministic from the seed, so a failure
 // replays.
 use vmtrace_workloads::memhog::Rng;
@@ -221,7 +221,7 @@ fn recording_reader_never_panics() {
     let tried = fuzz("recording", &corpus, &|bytes| {
         if let Ok(r) = Recording::from_bytes(bytes) {
             // What report and export do with it must not panic either.
-            let _ = vmtrace::export::text::render(&r);
+            let _ = vmtrace::view::export::text::render(&r);
         }
         Ok(())
     });

@@ -1675,7 +1675,7 @@ fn attach_by_pid_follows_children_forked_later() {
 struct OutsideJob {
     build: std::process::Child,
     outsider: std::process::Child,
-    membox: vmtrace::membox::MemBox,
+    membox: vmtrace::host::membox::MemBox,
 }
 
 impl OutsideJob {
@@ -1687,7 +1687,7 @@ impl OutsideJob {
             "{} is missing (cargo xtask test builds it)",
             kbuild.display()
         );
-        let membox = vmtrace::membox::MemBox::create(&vmtrace::membox::BoxSpec {
+        let membox = vmtrace::host::membox::MemBox::create(&vmtrace::host::membox::BoxSpec {
             mem_limit: Some(96 << 20),
             swap: Some(1 << 30),
             swap_dir: "/var/tmp".into(),
@@ -1866,15 +1866,21 @@ fn attach_detach_100_times_leaks_nothing() {
         ..Target::EVERY_TASK
     };
     drop(
-        vmtrace::run::Tracer::attach(target, &[vmtrace::probes::OptIn::FollowForks])
-            .expect("attach"),
+        vmtrace::session::run::Tracer::attach(
+            target,
+            &[vmtrace::kernel::probes::OptIn::FollowForks],
+        )
+        .expect("attach"),
     );
     std::thread::sleep(Duration::from_secs(1));
     let (fds, objects) = (open_fds(), bpf_object_counts());
     // While attached, the counts see vmtrace's own objects (the check
     // counts what it should).
-    let t = vmtrace::run::Tracer::attach(target, &[vmtrace::probes::OptIn::FollowForks])
-        .expect("attach");
+    let t = vmtrace::session::run::Tracer::attach(
+        target,
+        &[vmtrace::kernel::probes::OptIn::FollowForks],
+    )
+    .expect("attach");
     let attached = bpf_object_counts();
     assert!(
         attached[0] > objects[0] && attached[1] > objects[1],
@@ -1882,8 +1888,11 @@ fn attach_detach_100_times_leaks_nothing() {
     );
     drop(t);
     for i in 0..100 {
-        let mut t = vmtrace::run::Tracer::attach(target, &[vmtrace::probes::OptIn::FollowForks])
-            .unwrap_or_else(|e| panic!("attach {i}: {e:#}"));
+        let mut t = vmtrace::session::run::Tracer::attach(
+            target,
+            &[vmtrace::kernel::probes::OptIn::FollowForks],
+        )
+        .unwrap_or_else(|e| panic!("attach {i}: {e:#}"));
         t.probes.follow(&[busy.id()]).expect("follow");
         assert!(t.probes.followed().contains(&busy.id()));
         drop(t);

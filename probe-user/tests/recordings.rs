@@ -11,7 +11,7 @@ use std::{
 
 use proptest::prelude::*;
 use serde_json::Value;
-use vmtrace::recording::Recording;
+use vmtrace::model::recording::Recording;
 
 const VMTRACE: &str = env!("CARGO_BIN_EXE_vmtrace");
 
@@ -121,7 +121,7 @@ fn text_export_is_mail_ready() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let t = text(&out.stdout);
         assert_eq!(
-            vmtrace::export::text::violations(&t),
+            vmtrace::view::export::text::violations(&t),
             vec![],
             "{}",
             path.display()
@@ -308,9 +308,9 @@ proptest! {
         match Recording::from_bytes(&b) {
             Ok(rec) => {
                 // Whatever was accepted renders.
-                let _ = vmtrace::export::text::render(&rec);
-                let _ = vmtrace::export::csv::metrics(&rec);
-                prop_assert!(vmtrace::export::hlog::render(&rec).is_ok());
+                let _ = vmtrace::view::export::text::render(&rec);
+                let _ = vmtrace::view::export::csv::metrics(&rec);
+                prop_assert!(vmtrace::view::export::hlog::render(&rec).is_ok());
             }
             Err(e) => {
                 let msg = format!("{e:#}");

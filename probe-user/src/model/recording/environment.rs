@@ -106,8 +106,8 @@ impl Environment {
         cmp("CPU", self.cpu_model.clone(), other.cpu_model.clone());
         cmp(
             "memory",
-            crate::size::human(self.mem_total_bytes),
-            crate::size::human(other.mem_total_bytes),
+            crate::model::units::human(self.mem_total_bytes),
+            crate::model::units::human(other.mem_total_bytes),
         );
         for (k, v) in &self.vm_sysctls {
             if let Some(w) = other.vm_sysctls.get(k) {

@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 
 // The state files live in STATE_DIR (a tmpfs: a reboot resets sysctls
 // anyway).
-use crate::lock::{Lock, STATE_DIR};
+use crate::host::lock::{Lock, STATE_DIR};
 
 /// Every state file: (pid of the vmtrace that wrote it, path).
 fn state_files() -> Vec<(String, PathBuf)> {
@@ -41,7 +41,7 @@ fn held_by_others(path: &Path) -> Vec<(String, String)> {
     let me = std::process::id().to_string();
     let mut held = Vec::new();
     for (pid, file) in state_files() {
-        if pid == me || crate::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
+        if pid == me || crate::host::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap_or_default();
@@ -163,7 +163,7 @@ pub fn restore_stale() -> Vec<String> {
     let _lock = Lock::take("sysctl");
     let mut restored = Vec::new();
     for (pid, file) in state_files() {
-        if !crate::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
+        if !crate::host::membox::owner_is_gone(&format!("vmtrace-{pid}")) {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap_or_default();

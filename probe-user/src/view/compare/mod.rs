@@ -13,7 +13,7 @@ pub mod text;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::{recording::Recording, report::RunReport};
+use crate::{model::recording::Recording, model::report::RunReport};
 use stats::{Describe, Welch, describe, welch};
 
 /// Significance threshold of the marks and of "within noise".
@@ -221,14 +221,14 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     }),
 ];
 
-fn reclaim_field(r: &RunReport, f: fn(&crate::report::ReclaimReport) -> f64) -> Option<f64> {
+fn reclaim_field(r: &RunReport, f: fn(&crate::model::report::ReclaimReport) -> f64) -> Option<f64> {
     if r.direct_reclaim.is_none() && r.memcg_reclaim.is_none() {
         return None;
     }
     Some(r.direct_reclaim.as_ref().map_or(0.0, f) + r.memcg_reclaim.as_ref().map_or(0.0, f))
 }
 
-fn delays(r: &RunReport) -> Option<&crate::report::DelayReport> {
+fn delays(r: &RunReport) -> Option<&crate::model::report::DelayReport> {
     r.delays.as_ref().filter(|d| d.accounting_on)
 }
 
@@ -345,7 +345,7 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
                     .and_then(|b| b.mem_limit_bytes)
             };
             if limit(first) != limit(rec) {
-                let h = |l: Option<u64>| l.map_or("none".into(), crate::size::human);
+                let h = |l: Option<u64>| l.map_or("none".into(), crate::model::units::human);
                 push_unique(
                     &mut warnings,
                     format!(
@@ -763,7 +763,7 @@ fn hints(
 /// normal and DMA zones"): a zone's share of reclaim isolation scans, or
 /// of page allocations (with --page-alloc), moved by 10 points or more.
 fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
-    type Pick = fn(&crate::report::ZoneRow) -> u64;
+    type Pick = fn(&crate::model::report::ZoneRow) -> u64;
     let shares = |runs: &[&RunReport], pick: Pick| -> Vec<(String, f64)> {
         let mut per: Vec<(String, u64)> = Vec::new();
         for r in runs {
@@ -815,7 +815,7 @@ fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
 }
 
 fn secs(v: f64) -> String {
-    crate::report::fmt_ns((v * 1e9).max(0.0) as u64)
+    crate::view::report::fmt_ns((v * 1e9).max(0.0) as u64)
 }
 
 fn count(v: f64) -> String {
@@ -855,21 +855,21 @@ pub fn svg(c: &Comparison, inputs: &[GroupInput]) -> String {
                 let label = c.groups.get(g).map_or(String::new(), |g| g.label.clone());
                 merged.push((
                     format!("{} {label}", char::from(b'A' + (g % 26) as u8)),
-                    crate::histogram::summarize(&counts),
+                    crate::model::histogram::summarize(&counts),
                 ));
             }
         }
         if merged.is_empty() {
             continue;
         }
-        let series: Vec<crate::export::svg::Series> = merged
+        let series: Vec<crate::view::export::svg::Series> = merged
             .iter()
-            .map(|(label, summary)| crate::export::svg::Series {
+            .map(|(label, summary)| crate::view::export::svg::Series {
                 label: label.clone(),
                 summary,
             })
             .collect();
-        panels.push(crate::export::svg::latency_plot(h.title(), &series));
+        panels.push(crate::view::export::svg::latency_plot(h.title(), &series));
     }
     let title = c
         .groups
@@ -1002,7 +1002,7 @@ mod tests {
 
     #[test]
     fn zone_shift_names_the_zones_that_moved() {
-        use crate::report::ZoneRow;
+        use crate::model::report::ZoneRow;
         let zone = |zone: &str, scanned: u64| ZoneRow {
             node: 0,
             zone: zone.into(),

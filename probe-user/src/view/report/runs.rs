@@ -76,7 +76,7 @@ impl RunsTable {
     }
 
     /// The runs of a recording, one column per label, in first-run order.
-    pub fn of_recording(rec: &crate::recording::Recording) -> RunsTable {
+    pub fn of_recording(rec: &crate::model::recording::Recording) -> RunsTable {
         let mut columns: Vec<(String, Vec<&RunReport>)> = Vec::new();
         for run in &rec.runs {
             match columns.iter_mut().find(|(l, _)| *l == run.label) {

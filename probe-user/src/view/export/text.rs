@@ -6,9 +6,9 @@
 use std::fmt::Write as _;
 
 use crate::{
-    recording::Recording,
-    report::{RunsTable, wrap},
-    size::human,
+    model::recording::Recording,
+    model::units::human,
+    view::report::{RunsTable, wrap},
 };
 
 /// The widest line mail-ready text may have.

@@ -2,8 +2,6 @@
 //! kernel's own counters (/proc/vmstat), which the report sets side by
 //! side.
 
-use std::collections::BTreeMap;
-
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
@@ -13,7 +11,14 @@ use vmtrace_common::{
     zone_cell,
 };
 
-use crate::probes::Probes;
+use crate::{
+    host::proc::read_psi,
+    kernel::probes::Probes,
+    model::{
+        sample::{Psi, Sample, parse_zoneinfo},
+        vmstat::VmStat,
+    },
+};
 
 /// Everything the eBPF maps hold, summed over CPUs.
 #[derive(Clone, Debug, Default)]
@@ -283,65 +288,6 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Zone names per node, in the kernel's zone index order, from
-/// /proc/zoneinfo (which lists empty zones too, so positions are ids).
-pub fn zone_names(zoneinfo: &str) -> Vec<(u32, Vec<String>)> {
-    let mut out: Vec<(u32, Vec<String>)> = Vec::new();
-    for line in zoneinfo.lines() {
-        let Some(rest) = line.strip_prefix("Node ") else {
-            continue;
-        };
-        let Some((node, zone)) = rest.split_once(", zone") else {
-            continue;
-        };
-        let Ok(node) = node.trim().parse::<u32>() else {
-            continue;
-        };
-        let zone = zone.trim().to_string();
-        match out.iter_mut().find(|(n, _)| *n == node) {
-            Some((_, zones)) => zones.push(zone),
-            None => out.push((node, vec![zone])),
-        }
-    }
-    out
-}
-
-/// CPU time (user + system, seconds) of every kswapd thread, by node.
-pub fn kswapd_cpu() -> Vec<(u32, f64)> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": comm may hold spaces; split at ')'.
-        let Some((head, tail)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let Some(node) = head
-            .split_once('(')
-            .and_then(|(_, comm)| comm.strip_prefix("kswapd"))
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let f: Vec<&str> = tail.split_whitespace().collect();
-        // After ')': state is field 3, utime 14, stime 15 (1-based).
-        let ticks = |i: usize| {
-            f.get(i - 3)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        out.push((node, (ticks(14) + ticks(15)) as f64 / hz));
-    }
-    out.sort_by_key(|(n, _)| *n);
-    out
-}
-
 /// Number of node ids worth reading: highest possible node + 1, capped.
 fn online_node_limit() -> u32 {
     std::fs::read_to_string("/sys/devices/system/node/possible")
@@ -357,111 +303,55 @@ fn parse_cpu_list_max(list: &str) -> Option<u32> {
         .max()
 }
 
-/// A snapshot of /proc/vmstat.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct VmStat(pub BTreeMap<String, u64>);
-
-impl VmStat {
-    pub fn parse(text: &str) -> VmStat {
-        VmStat(
-            text.lines()
-                .filter_map(|l| {
-                    let (k, v) = l.split_once(' ')?;
-                    Some((k.to_string(), v.trim().parse().ok()?))
-                })
-                .collect(),
-        )
-    }
-
-    pub fn read() -> Result<VmStat> {
-        let text = std::fs::read_to_string("/proc/vmstat").context("reading /proc/vmstat")?;
-        Ok(VmStat::parse(&text))
-    }
-
-    pub fn get(&self, key: &str) -> u64 {
-        self.0.get(key).copied().unwrap_or(0)
-    }
-
-    /// Sum of several keys (e.g. pgscan_anon + pgscan_file).
-    /// Sum of every counter whose name starts with `prefix` (allocstall_*,
-    /// pgalloc_*: one per zone, and the zones differ between kernels).
-    pub fn sum_prefixed(&self, prefix: &str) -> u64 {
-        self.0
-            .iter()
-            .filter(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| v)
-            .sum()
-    }
-
-    pub fn sum(&self, keys: &[&str]) -> u64 {
-        keys.iter().map(|k| self.get(k)).sum()
-    }
-
-    /// `after - before` for every key of `after` (counters only grow;
-    /// gauges that shrank give 0).
-    pub fn delta(before: &VmStat, after: &VmStat) -> VmStat {
-        VmStat(
-            after
-                .0
-                .iter()
-                .map(|(k, &v)| (k.clone(), v.saturating_sub(before.get(k))))
-                .collect(),
-        )
+/// A time-series sample: what the maps hold now (already read), with
+/// the host's counters beside them.
+impl Sample {
+    /// Takes a snapshot: kernel maps (already read), /proc/vmstat minus
+    /// its value at the start, PSI minus its start, and zoneinfo as is.
+    pub fn take(
+        t_s: f64,
+        totals: &KernelTotals,
+        vmstat_start: &VmStat,
+        psi_start: Option<Psi>,
+    ) -> Sample {
+        let now = VmStat::read().unwrap_or_default();
+        let d = VmStat::delta(vmstat_start, &now);
+        let psi = read_psi().map(|p| {
+            let start = psi_start.unwrap_or_default();
+            Psi {
+                some_us: p.some_us.saturating_sub(start.some_us),
+                full_us: p.full_us.saturating_sub(start.full_us),
+            }
+        });
+        Sample {
+            t_s,
+            direct_reclaims: totals.counter(Counter::DirectReclaims),
+            direct_stall_ns: totals.counter(Counter::DirectReclaimNs),
+            memcg_reclaims: totals.counter(Counter::MemcgReclaims),
+            memcg_stall_ns: totals.counter(Counter::MemcgReclaimNs),
+            major_faults_target: totals.counter(Counter::MajorFaultsTarget),
+            swap_out_folios: totals.counter(Counter::WriteFolioAnon),
+            kswapd_rounds: totals.kswapd.iter().map(|(_, k, _)| k.wakes).sum(),
+            pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
+            pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
+            pswpin: d.get("pswpin"),
+            pswpout: d.get("pswpout"),
+            pgmajfault: d.get("pgmajfault"),
+            pgfault: d.get("pgfault"),
+            box_bytes: None,
+            hists: Default::default(),
+            allocstall: d.sum_prefixed("allocstall"),
+            psi,
+            zones: std::fs::read_to_string("/proc/zoneinfo")
+                .map(|z| parse_zoneinfo(&z))
+                .unwrap_or_default(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vmstat_parses_real_snapshots_and_deltas() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
-        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
-            let text = std::fs::read_to_string(dir.join(release).join("vmstat.txt")).expect("read");
-            let v = VmStat::parse(&text);
-            assert!(v.0.contains_key("pgmajfault"), "{release}");
-            assert!(v.0.contains_key("pswpout"), "{release}");
-            assert!(v.0.len() > 100, "{release}: {}", v.0.len());
-        }
-        let a = VmStat::parse("pgscan_anon 10\npgscan_file 5\nnr_free_pages 100\n");
-        let b = VmStat::parse("pgscan_anon 25\npgscan_file 5\nnr_free_pages 90\n");
-        let d = VmStat::delta(&a, &b);
-        assert_eq!(d.sum(&["pgscan_anon", "pgscan_file"]), 15);
-        assert_eq!(d.get("nr_free_pages"), 0);
-        assert_eq!(d.get("absent"), 0);
-    }
-
-    #[test]
-    fn zone_names_follow_zoneinfo_order() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
-        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
-            let text =
-                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
-            let zones = zone_names(&text);
-            assert_eq!(zones.len(), 1, "{release}: {zones:?}");
-            let (node, names) = &zones[0];
-            assert_eq!(*node, 0);
-            assert_eq!(&names[..3], ["DMA", "DMA32", "Normal"], "{release}");
-        }
-        let two =
-            "Node 0, zone   Normal\n  pages free 1\nNode 1, zone      DMA\nNode 1, zone   Normal\n";
-        assert_eq!(
-            zone_names(two),
-            vec![
-                (0, vec!["Normal".to_string()]),
-                (1, vec!["DMA".into(), "Normal".into()])
-            ]
-        );
-    }
-
-    #[test]
-    fn kswapd_threads_are_found() {
-        // Every Linux machine with memory has a kswapd per node.
-        let cpu = kswapd_cpu();
-        assert!(!cpu.is_empty());
-        assert!(cpu.iter().all(|(_, s)| *s >= 0.0));
-    }
 
     #[test]
     fn node_list_max() {

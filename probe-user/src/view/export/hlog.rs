@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::{histogram, recording::Recording};
+use crate::{model::histogram, model::recording::Recording};
 
 /// The suffix of the tags of whole-run histograms.
 pub const WHOLE_RUN: &str = ".whole_run";
@@ -37,7 +37,7 @@ pub fn render(rec: &Recording) -> Result<String> {
     writeln!(
         o,
         "#[StartTime: {base:.3} (seconds since epoch), {}]",
-        crate::recording::utc(
+        crate::model::recording::utc(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(base.max(0.0))
         )
         .0

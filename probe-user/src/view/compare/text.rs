@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{AttributionRow, Change, Comparison, MetricRow, Unit, Versus, count, secs};
-use crate::report::wrap;
+use crate::view::report::wrap;
 
 const NAME: usize = 24;
 

@@ -51,7 +51,7 @@ pub struct Outcome {
 }
 
 pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
-    crate::privilege::require()?;
+    crate::host::privilege::require()?;
     if opts.command.first().map(String::as_str) != Some("run") {
         bail!(
             "vmtrace kernels runs `vmtrace run ...` in each guest; give it after --, \
@@ -68,7 +68,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
         ("mkfs.ext4", "e2fsprogs"),
         ("mkswap", "util-linux"),
     ] {
-        if !crate::run::on_path(Path::new(tool)) {
+        if !crate::session::run::on_path(Path::new(tool)) {
             bail!("{tool} not found; install {package} (apt-get install {package})");
         }
     }
@@ -86,7 +86,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
         Some(o) => o.clone(),
         None => PathBuf::from(format!(
             "vmtrace-kernels-{}",
-            crate::recording::utc(std::time::SystemTime::now()).1
+            crate::model::recording::utc(std::time::SystemTime::now()).1
         )),
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;

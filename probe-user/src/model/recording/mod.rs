@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use environment::Environment;
 
-use crate::{histogram, report::RunReport};
+use crate::{model::histogram, model::report::RunReport};
 
 /// The `format` field of every recording.
 pub const FORMAT: &str = "vmtrace-recording";
@@ -276,7 +276,7 @@ mod tests {
         let mut counts = vec![0u64; vmtrace_common::hist::BUCKETS];
         counts[100] = 7;
         counts[300] = 3;
-        report.memcg_reclaim = Some(crate::report::ReclaimReport {
+        report.memcg_reclaim = Some(crate::model::report::ReclaimReport {
             stalls: histogram::summarize(&counts),
             pages_reclaimed: 12,
         });

@@ -18,9 +18,11 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 
-use crate::size::human;
+use crate::model::{
+    report::{BoxReport, CgroupVersion},
+    units::human,
+};
 
 /// Smallest memory limit accepted: below this even a shell gets OOM-killed.
 pub const MIN_MEM: u64 = 8 << 20;
@@ -34,13 +36,6 @@ pub struct BoxSpec {
     pub mem_limit: Option<u64>,
     pub swap: Option<u64>,
     pub swap_dir: PathBuf,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CgroupVersion {
-    V1,
-    V2,
 }
 
 /// Where the cgroup hierarchies are mounted on this machine.
@@ -470,7 +465,7 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
         }
     }
     let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
-    let active: Vec<String> = crate::swapdev::parse_proc_swaps(&swaps);
+    let active: Vec<String> = crate::host::swapdev::parse_proc_swaps(&swaps);
     let mut files: Vec<PathBuf> = active.iter().map(PathBuf::from).collect();
     if let Ok(entries) = fs::read_dir(swap_dir) {
         files.extend(entries.flatten().map(|e| e.path()));
@@ -526,20 +521,6 @@ fn clean_stale_scratch(tmp: &Path) -> Vec<String> {
         }
     }
     removed
-}
-
-/// What the box saw, as reported.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct BoxReport {
-    pub name: String,
-    pub cgroup_version: Option<CgroupVersion>,
-    pub mem_limit_bytes: Option<u64>,
-    pub swap_bytes: Option<u64>,
-    pub swapfile: Option<String>,
-    pub peak_bytes: Option<u64>,
-    /// Tasks the memory cgroup's OOM killer killed (None: kernel too old).
-    pub oom_kills: Option<u64>,
-    pub memory_stat: BTreeMap<String, u64>,
 }
 
 #[cfg(test)]

@@ -16,10 +16,10 @@ use anyhow::{Context, Result, bail};
 use vmtrace_common::Target;
 
 use crate::{
-    privilege, probes,
-    report::{Exit, RunReport},
-    run::{Progress, Signals, Tracer, Watch, Window},
-    sample,
+    host::privilege,
+    kernel::probes,
+    model::report::{Exit, RunReport},
+    session::run::{Progress, Signals, Tracer, Watch, Window},
 };
 
 #[derive(Clone, Debug, Default)]
@@ -188,7 +188,7 @@ fn descendants_in(roots: &[u32], table: &[(u32, u32, String)]) -> Vec<u32> {
 pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
     privilege::require()?;
     let targets = resolve(opts)?;
-    let restored = crate::sysctl::restore_stale();
+    let restored = crate::host::sysctl::restore_stale();
     if !restored.is_empty() {
         eprintln!(
             "vmtrace: a vmtrace that died left sysctls changed: {}",
@@ -225,7 +225,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
         progress: opts.progress.unwrap_or(Progress::Quiet),
         interval: opts.interval,
         vmstat_start: &window.before,
-        psi_start: sample::read_psi(),
+        psi_start: crate::host::proc::read_psi(),
         samples: Vec::new(),
         hists_before: Vec::new(),
     };
@@ -240,7 +240,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
                 .duration
                 .unwrap_or(Duration::from_secs(u32::MAX as u64));
         if opts.lines.is_some() {
-            eprintln!("vmtrace: {}", crate::run::PROGRESS_HEADER);
+            eprintln!("vmtrace: {}", crate::session::run::PROGRESS_HEADER);
         }
         loop {
             tokio::select! {

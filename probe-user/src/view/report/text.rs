@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use vmtrace_common::hist::{BUCKETS, SUB, bucket_lower};
 
-use super::{LruRowReport, RunReport};
-use crate::{histogram::Summary, size::human};
+use crate::model::report::{LruRowReport, RunReport};
+use crate::{model::histogram::Summary, model::units::human};
 
 impl RunReport {
     pub(super) fn write_text(&self, o: &mut String) -> std::fmt::Result {
@@ -38,8 +38,8 @@ impl RunReport {
                     "{} (cgroup {})",
                     human(m),
                     b.cgroup_version.map_or("?", |v| match v {
-                        crate::membox::CgroupVersion::V1 => "v1",
-                        crate::membox::CgroupVersion::V2 => "v2",
+                        crate::model::report::CgroupVersion::V1 => "v1",
+                        crate::model::report::CgroupVersion::V2 => "v2",
                     })
                 )
             });
@@ -723,7 +723,7 @@ fn write_kept_back(o: &mut String, rows: &[LruRowReport]) -> std::fmt::Result {
 
 /// The time line: per step, rates over the step (at most 20 rows: steps
 /// are merged on long runs), stall time and PSI.
-fn write_timeline(o: &mut String, samples: &[crate::sample::Sample]) -> std::fmt::Result {
+fn write_timeline(o: &mut String, samples: &[crate::model::sample::Sample]) -> std::fmt::Result {
     if samples.len() < 2 {
         return Ok(());
     }
@@ -738,14 +738,14 @@ fn write_timeline(o: &mut String, samples: &[crate::sample::Sample]) -> std::fmt
         "  {:>7} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>5}",
         "t", "pgscan/s", "steal/s", "swpout/s", "swpin/s", "majflt/s", "stall", "psi%"
     )?;
-    let mut prev: Option<&crate::sample::Sample> = None;
+    let mut prev: Option<&crate::model::sample::Sample> = None;
     for s in samples.iter().skip(step - 1).step_by(step).chain(
         // Always end with the last sample.
         samples
             .last()
             .filter(|_| !(samples.len() - step).is_multiple_of(step)),
     ) {
-        let zero = crate::sample::Sample::default();
+        let zero = crate::model::sample::Sample::default();
         let p = prev.unwrap_or(&zero);
         let dt = (s.t_s - p.t_s).max(1e-9);
         let rate = |a: u64, b: u64| format!("{:.0}", a.saturating_sub(b) as f64 / dt);
@@ -793,7 +793,7 @@ fn nonzero_pairs(counts: &[u64], label: impl Fn(usize) -> String) -> String {
 }
 
 /// `vmtrace probes` as text: one block per metric, 72 columns.
-pub fn probes_text(kernel_release: &str, listed: &[crate::probes::Listed]) -> String {
+pub fn probes_text(kernel_release: &str, listed: &[crate::kernel::probes::Listed]) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "vmtrace probes on Linux {kernel_release}");
     for m in listed {

@@ -11,7 +11,7 @@ pub mod text;
 
 use anyhow::{Context, Result};
 
-use crate::recording::Recording;
+use crate::model::recording::Recording;
 
 /// The formats `vmtrace export --format` writes.
 pub const FORMATS: &[&str] = &["text", "json", "csv", "series-csv", "hlog", "svg", "png"];

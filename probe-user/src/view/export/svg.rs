@@ -14,9 +14,9 @@ use std::fmt::{self, Write};
 use vmtrace_common::Hist;
 
 use crate::{
-    histogram::{self, Bucket, Summary},
-    recording::Recording,
-    sample::{Sample, ZoneSample},
+    model::histogram::{self, Bucket, Summary},
+    model::recording::Recording,
+    model::sample::{Sample, ZoneSample},
 };
 
 /// One labelled latency distribution (a run, or a group of runs merged).
@@ -1011,7 +1011,7 @@ fn zone_lines(tl: &[Sample], node: u32, zone: &str) -> Vec<Line> {
 
 /// Seconds `zone` spent below its low and min watermarks.
 fn below(tl: &[Sample], node: u32, zone: &str) -> (f64, f64) {
-    crate::sample::time_below(tl)
+    crate::model::sample::time_below(tl)
         .into_iter()
         .find(|(n, z, _, _)| *n == node && z == zone)
         .map_or((0.0, 0.0), |(_, _, low, min)| (low, min))
@@ -1305,7 +1305,7 @@ fn recording_line(i: usize, rec: &Recording) -> String {
 /// a latency panel per histogram kind that has values in any run (every
 /// run of every recording overlaid), then pressure over time for the runs
 /// of the first recording (at most `MAX_TIMELINE_RUNS` of them).
-pub fn recording_svg(recordings: &[&crate::recording::Recording]) -> String {
+pub fn recording_svg(recordings: &[&crate::model::recording::Recording]) -> String {
     let mut svg = Svg::default();
     let x = MARGIN;
     let full = PAGE_W - 2.0 * MARGIN;
@@ -1366,7 +1366,7 @@ pub fn recording_svg(recordings: &[&crate::recording::Recording]) -> String {
 
     // Latency panels.
     let labels = run_labels(recordings);
-    let runs: Vec<(String, &crate::report::RunReport)> = recordings
+    let runs: Vec<(String, &crate::model::report::RunReport)> = recordings
         .iter()
         .zip(&labels)
         .flat_map(|(rec, l)| rec.runs.iter().zip(l).map(|(r, l)| (l.clone(), &r.report)))
@@ -1463,9 +1463,9 @@ static EMPTY: Summary = Summary {
 mod tests {
     use super::*;
     use crate::{
-        histogram::summarize,
-        recording::{Environment, RecordedRun, Workload},
-        report::{ReclaimReport, RunReport, SwapIoReport},
+        model::histogram::summarize,
+        model::recording::{Environment, RecordedRun, Workload},
+        model::report::{ReclaimReport, RunReport, SwapIoReport},
     };
     use vmtrace_common::hist::{BUCKETS, bucket_of};
 

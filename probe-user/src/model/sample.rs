@@ -4,9 +4,6 @@
 //! pressure evolved and how long each zone spent below its watermarks.
 
 use serde::{Deserialize, Serialize};
-use vmtrace_common::Counter;
-
-use crate::collect::{KernelTotals, VmStat};
 
 /// One zone's free pages and watermarks (pages), from /proc/zoneinfo.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,54 +143,6 @@ pub struct Sample {
     /// histograms with no value in the step are left out.
     #[serde(default)]
     pub hists: std::collections::BTreeMap<String, String>,
-}
-
-impl Sample {
-    /// Takes a snapshot: kernel maps (already read), /proc/vmstat minus
-    /// its value at the start, PSI minus its start, and zoneinfo as is.
-    pub fn take(
-        t_s: f64,
-        totals: &KernelTotals,
-        vmstat_start: &VmStat,
-        psi_start: Option<Psi>,
-    ) -> Sample {
-        let now = VmStat::read().unwrap_or_default();
-        let d = VmStat::delta(vmstat_start, &now);
-        let psi = read_psi().map(|p| {
-            let start = psi_start.unwrap_or_default();
-            Psi {
-                some_us: p.some_us.saturating_sub(start.some_us),
-                full_us: p.full_us.saturating_sub(start.full_us),
-            }
-        });
-        Sample {
-            t_s,
-            direct_reclaims: totals.counter(Counter::DirectReclaims),
-            direct_stall_ns: totals.counter(Counter::DirectReclaimNs),
-            memcg_reclaims: totals.counter(Counter::MemcgReclaims),
-            memcg_stall_ns: totals.counter(Counter::MemcgReclaimNs),
-            major_faults_target: totals.counter(Counter::MajorFaultsTarget),
-            swap_out_folios: totals.counter(Counter::WriteFolioAnon),
-            kswapd_rounds: totals.kswapd.iter().map(|(_, k, _)| k.wakes).sum(),
-            pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
-            pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
-            pswpin: d.get("pswpin"),
-            pswpout: d.get("pswpout"),
-            pgmajfault: d.get("pgmajfault"),
-            pgfault: d.get("pgfault"),
-            box_bytes: None,
-            hists: Default::default(),
-            allocstall: d.sum_prefixed("allocstall"),
-            psi,
-            zones: std::fs::read_to_string("/proc/zoneinfo")
-                .map(|z| parse_zoneinfo(&z))
-                .unwrap_or_default(),
-        }
-    }
-}
-
-pub fn read_psi() -> Option<Psi> {
-    parse_psi(&std::fs::read_to_string("/proc/pressure/memory").ok()?)
 }
 
 /// Per zone: seconds spent below the low and the min watermark, judged

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::recording::Recording;
+use crate::model::recording::Recording;
 
 /// Identifying fields of table rows, used to name a row in a metric path
 /// (`lru_shrink_inactive[0/memcg/anon].nr_scanned`) instead of its index.

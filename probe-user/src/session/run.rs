@@ -16,13 +16,17 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use vmtrace_common::Target;
 
 use crate::{
-    collect::{self, VmStat},
-    histogram,
-    membox::{self, BoxSpec, MemBox},
-    privilege, probes,
-    report::{CollectorCost, Exit, ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
-    sample, swapdev,
-    tracefs::TraceFs,
+    host::membox::{self, BoxSpec, MemBox},
+    host::privilege,
+    host::proc::kernel_release,
+    host::swapdev,
+    kernel::collect,
+    kernel::probes,
+    kernel::tracefs::TraceFs,
+    model::histogram,
+    model::report::{CollectorCost, Exit, ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
+    model::sample,
+    model::vmstat::VmStat,
 };
 
 /// Environment variable naming a directory of tracefs `format` files to
@@ -123,9 +127,9 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
     {
         bail!(
             "--mem {} is too small for {}: it needs at least {} to start",
-            crate::size::human(mem),
+            crate::model::units::human(mem),
             b.name,
-            crate::size::human(b.min_mem)
+            crate::model::units::human(b.min_mem)
         );
     }
     eprintln!(
@@ -133,8 +137,10 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
         b.name,
         o.spec
             .mem_limit
-            .map_or("without a limit".into(), crate::size::human),
-        o.spec.swap.map_or("none".into(), crate::size::human),
+            .map_or("without a limit".into(), crate::model::units::human),
+        o.spec
+            .swap
+            .map_or("none".into(), crate::model::units::human),
         o.command[3..]
             .iter()
             .map(|a| a.to_string_lossy())
@@ -146,7 +152,7 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
 
 /// What a recording names as the workload: a bundled workload with its
 /// arguments (defaults filled in) and seed, or the command as given.
-pub fn workload_of(opts: &RunOptions) -> crate::recording::Workload {
+pub fn workload_of(opts: &RunOptions) -> crate::model::recording::Workload {
     let args: Vec<String> = opts
         .command
         .iter()
@@ -169,13 +175,13 @@ pub fn workload_of(opts: &RunOptions) -> crate::recording::Workload {
                 .chain(arguments.iter().cloned())
                 .map(OsString::from)
                 .collect();
-            crate::recording::Workload {
+            crate::model::recording::Workload {
                 name: b.name.into(),
                 seed: (b.seed)(argv),
                 arguments,
             }
         }
-        None => crate::recording::Workload {
+        None => crate::model::recording::Workload {
             // The program's name; its path is in each run's command.
             name: Path::new(&first)
                 .file_name()
@@ -233,11 +239,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         eprintln!(
             "vmtrace: note: no swap is active: the command will be OOM-killed rather \
              than swap if it outgrows --mem {} (add --swap SIZE to swap)",
-            crate::size::human(mem)
+            crate::model::units::human(mem)
         );
     }
 
-    let mut stale = crate::sysctl::restore_stale();
+    let mut stale = crate::host::sysctl::restore_stale();
     stale.extend(membox::clean_stale(&opts.spec.swap_dir));
     if !stale.is_empty() {
         eprintln!(
@@ -305,7 +311,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         progress: opts.progress,
         interval: opts.interval,
         vmstat_start: &window.before,
-        psi_start: sample::read_psi(),
+        psi_start: crate::host::proc::read_psi(),
         samples: Vec::new(),
         hists_before: Vec::new(),
     };
@@ -383,7 +389,7 @@ impl Tracer {
     pub fn attach(target: Target, opted_in: &[probes::OptIn]) -> Result<Tracer> {
         // Another vmtrace attaching at the same time must not unmount the
         // tracefs this one mounted (or the other way round).
-        let _attaching = crate::lock::Lock::take("attach");
+        let _attaching = crate::host::lock::Lock::take("attach");
         let (live, _tracefs_mount) = TraceFs::live()?;
         // Layouts may be read from another tree (a copy with a tracepoint
         // removed, in the tests); attaching always uses the live tracefs.
@@ -452,12 +458,12 @@ pub struct Window {
     started: Instant,
     started_unix_s: f64,
     started_mono_ns: u64,
-    delayacct: Option<crate::sysctl::SysctlOverride>,
+    delayacct: Option<crate::host::sysctl::SysctlOverride>,
     delayacct_on: bool,
     /// --bpf-stats: report program costs; kernel.bpf_stats_enabled is on
     /// for the window (the guard: None when it was on already).
     bpf_stats: bool,
-    bpf_stats_guard: Option<crate::sysctl::SysctlOverride>,
+    bpf_stats_guard: Option<crate::host::sysctl::SysctlOverride>,
 }
 
 impl Window {
@@ -496,14 +502,14 @@ impl Window {
 
     pub fn open(bpf_stats: bool) -> Result<Window> {
         let bpf_stats_guard = if bpf_stats {
-            crate::sysctl::SysctlOverride::set("kernel.bpf_stats_enabled", "1")?
+            crate::host::sysctl::SysctlOverride::set("kernel.bpf_stats_enabled", "1")?
         } else {
             None
         };
         // The kernel's delay accounting, read at each target thread's
         // exit: on for the window (restored by the guard, also on errors).
         let (delayacct, delayacct_on) =
-            match crate::sysctl::SysctlOverride::set("kernel.task_delayacct", "1") {
+            match crate::host::sysctl::SysctlOverride::set("kernel.task_delayacct", "1") {
                 Ok(guard) => (guard, true),
                 Err(e) => {
                     eprintln!("vmtrace: notice: delay accounting unavailable: {e:#}");
@@ -511,7 +517,7 @@ impl Window {
                 }
             };
         Ok(Window {
-            kswapd_cpu_before: collect::kswapd_cpu(),
+            kswapd_cpu_before: crate::host::proc::kswapd_cpu(),
             before: VmStat::read()?,
             started: Instant::now(),
             started_unix_s: unix_now(),
@@ -549,7 +555,7 @@ impl Window {
         }
         let wall = self.started.elapsed();
         let after = VmStat::read()?;
-        let kswapd_cpu_after = collect::kswapd_cpu();
+        let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
         let totals = collect::read(&probes)?;
         drop(self.delayacct);
         let stats = probes.program_stats();
@@ -605,7 +611,7 @@ impl Window {
                 })
                 .collect();
             let zones = std::fs::read_to_string("/proc/zoneinfo")
-                .map(|z| collect::zone_names(&z))
+                .map(|z| crate::host::proc::zone_names(&z))
                 .unwrap_or_default();
             report.add_kswapd(&totals, &cpu, &zones);
         }
@@ -889,9 +895,9 @@ pub fn progress_line(samples: &[sample::Sample]) -> Option<String> {
         let d = now.saturating_sub(prev.map_or(0, before));
         human_count(d as f64 / dt)
     };
-    let mem = s
-        .box_bytes
-        .map_or(String::new(), |b| format!(" box {}", crate::size::human(b)));
+    let mem = s.box_bytes.map_or(String::new(), |b| {
+        format!(" box {}", crate::model::units::human(b))
+    });
     Some(format!(
         "{:>4.0}s flt/s {} majflt/s {} reclaim/s {} swpout/s {} swpin/s {}{mem}",
         s.t_s,
@@ -1006,7 +1012,7 @@ fn decode_status(status: i32) -> (Option<i32>, Option<i32>) {
 /// `vmtrace probes`: the catalogue against the live kernel.
 pub fn probe_listing() -> Result<Vec<probes::Listed>> {
     privilege::require()?;
-    let _attaching = crate::lock::Lock::take("attach");
+    let _attaching = crate::host::lock::Lock::take("attach");
     let (live, _mount) = TraceFs::live()?;
     let tracefs = match std::env::var_os(FORMATS_ENV) {
         Some(dir) => TraceFs::at(Path::new(&dir)),
@@ -1023,7 +1029,7 @@ pub const BTF_ENV: &str = "VMTRACE_BTF";
 
 /// The running kernel's BTF, if it has any (a notice when it has none or
 /// it is unreadable: the metrics that need it are off).
-fn kernel_btf() -> Option<crate::btf::Btf> {
+fn kernel_btf() -> Option<crate::kernel::btf::Btf> {
     let path = std::env::var_os(BTF_ENV).map_or_else(
         || "/sys/kernel/btf/vmlinux".into(),
         std::path::PathBuf::from,
@@ -1039,15 +1045,9 @@ fn kernel_btf() -> Option<crate::btf::Btf> {
             return None;
         }
     };
-    crate::btf::Btf::parse(&data)
+    crate::kernel::btf::Btf::parse(&data)
         .map_err(|e| eprintln!("vmtrace: notice: kernel BTF unusable: {e:#}"))
         .ok()
-}
-
-pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 #[cfg(test)]

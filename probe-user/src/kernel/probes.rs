@@ -15,7 +15,7 @@ use aya::{
 };
 use vmtrace_common::{Field, Fields, OomVictim, SwapExtents, Target, ZoneSpans, names};
 
-use crate::tracefs::TraceFs;
+use crate::kernel::tracefs::TraceFs;
 
 /// How a program is hooked into the kernel.
 #[derive(Clone, Copy, Debug)]
@@ -104,9 +104,9 @@ pub trait KernelTypes {
     fn member_offset(&self, strukt: &str, member: &str) -> Option<u32>;
 }
 
-impl KernelTypes for crate::btf::Btf {
+impl KernelTypes for crate::kernel::btf::Btf {
     fn member_offset(&self, strukt: &str, member: &str) -> Option<u32> {
-        crate::btf::Btf::member_offset(self, strukt, member)
+        crate::kernel::btf::Btf::member_offset(self, strukt, member)
     }
 }
 

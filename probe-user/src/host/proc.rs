@@ -1,0 +1,125 @@
+//! Readers of the kernel's own counters in /proc and /sys: vmstat, PSI,
+//! zone names, kswapd's CPU time, the kernel release. What they parse
+//! into lives in the model.
+
+use anyhow::{Context, Result};
+
+use crate::model::{
+    sample::{Psi, parse_psi},
+    vmstat::VmStat,
+};
+
+impl VmStat {
+    pub fn read() -> Result<VmStat> {
+        let text = std::fs::read_to_string("/proc/vmstat").context("reading /proc/vmstat")?;
+        Ok(VmStat::parse(&text))
+    }
+}
+
+/// The memory pressure totals of /proc/pressure/memory; None when PSI is
+/// off.
+pub fn read_psi() -> Option<Psi> {
+    parse_psi(&std::fs::read_to_string("/proc/pressure/memory").ok()?)
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Zone names per node, in the kernel's zone index order, from
+/// /proc/zoneinfo (which lists empty zones too, so positions are ids).
+pub fn zone_names(zoneinfo: &str) -> Vec<(u32, Vec<String>)> {
+    let mut out: Vec<(u32, Vec<String>)> = Vec::new();
+    for line in zoneinfo.lines() {
+        let Some(rest) = line.strip_prefix("Node ") else {
+            continue;
+        };
+        let Some((node, zone)) = rest.split_once(", zone") else {
+            continue;
+        };
+        let Ok(node) = node.trim().parse::<u32>() else {
+            continue;
+        };
+        let zone = zone.trim().to_string();
+        match out.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, zones)) => zones.push(zone),
+            None => out.push((node, vec![zone])),
+        }
+    }
+    out
+}
+
+/// CPU time (user + system, seconds) of every kswapd thread, by node.
+pub fn kswapd_cpu() -> Vec<(u32, f64)> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces; split at ')'.
+        let Some((head, tail)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let Some(node) = head
+            .split_once('(')
+            .and_then(|(_, comm)| comm.strip_prefix("kswapd"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let f: Vec<&str> = tail.split_whitespace().collect();
+        // After ')': state is field 3, utime 14, stime 15 (1-based).
+        let ticks = |i: usize| {
+            f.get(i - 3)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        out.push((node, (ticks(14) + ticks(15)) as f64 / hz));
+    }
+    out.sort_by_key(|(n, _)| *n);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zone_names_follow_zoneinfo_order() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let text =
+                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
+            let zones = zone_names(&text);
+            assert_eq!(zones.len(), 1, "{release}: {zones:?}");
+            let (node, names) = &zones[0];
+            assert_eq!(*node, 0);
+            assert_eq!(&names[..3], ["DMA", "DMA32", "Normal"], "{release}");
+        }
+        let two =
+            "Node 0, zone   Normal\n  pages free 1\nNode 1, zone      DMA\nNode 1, zone   Normal\n";
+        assert_eq!(
+            zone_names(two),
+            vec![
+                (0, vec!["Normal".to_string()]),
+                (1, vec!["DMA".into(), "Normal".into()])
+            ]
+        );
+    }
+
+    #[test]
+    fn kswapd_threads_are_found() {
+        // Every Linux machine with memory has a kswapd per node.
+        let cpu = kswapd_cpu();
+        assert!(!cpu.is_empty());
+        assert!(cpu.iter().all(|(_, s)| *s >= 0.0));
+    }
+}

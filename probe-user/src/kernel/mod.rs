@@ -1,0 +1,9 @@
+//! vmtrace's eBPF side seen from userspace: the signal catalogue and the
+//! plan of what loads on this kernel, loading and attaching, reading the
+//! maps, and turning their totals into the model's report.
+
+pub mod btf;
+pub mod collect;
+pub mod fill;
+pub mod probes;
+pub mod tracefs;

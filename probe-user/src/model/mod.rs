@@ -1,0 +1,9 @@
+//! The saved model: what a run measured, as written to and read from a
+//! recording. Depends on nothing above it; every view reads only this.
+
+pub mod histogram;
+pub mod recording;
+pub mod report;
+pub mod sample;
+pub mod units;
+pub mod vmstat;

@@ -1,0 +1,7 @@
+//! Everything that turns the model into something to read: report
+//! sections, exports (text, CSV, hlog, SVG, PNG), compare. Views read the
+//! model only; they never touch the kernel.
+
+pub mod compare;
+pub mod export;
+pub mod report;
