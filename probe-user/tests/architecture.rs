@@ -1,0 +1,296 @@
+//! The shape of probe-user's source, checked: every import points down
+//! the layers (cli -> session -> view -> kernel -> host -> model), views
+//! and the model never touch the kernel's eBPF crates, and every unit is
+//! one a reader can hold (files <= 700 lines of code, functions <= 100
+//! lines). Unit-test modules (`#[cfg(test)]` to the end of a file) are
+//! left out of both rules: a test may build its input from any layer.
+//! docs/ARCHITECTURE.md says what each layer holds.
+
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first: a module may name only its own layer and
+/// those before it.
+const LAYERS: &[&str] = &["model", "host", "kernel", "view", "session", "cli"];
+
+/// Crates a layer must not use: the model is plain data, and views read
+/// the model only (no eBPF, no async runtime).
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("model", &["aya", "aya_log", "tokio"]),
+    ("view", &["aya", "aya_log", "tokio"]),
+];
+
+const MAX_FILE_LINES: usize = 700;
+const MAX_FN_LINES: usize = 100;
+
+/// Files whose bulk is a table of data, not code: exempt from the file
+/// size rule (never from the function rule), each with its reason.
+const DATA_TABLES: &[(&str, &str)] = &[];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+struct Source {
+    /// Path under src/, with `/`.
+    rel: String,
+    /// The module path of the file (`view::report::text`).
+    module: Vec<String>,
+    /// The lines before the unit tests, comments blanked.
+    code: Vec<String>,
+}
+
+fn sources() -> Vec<Source> {
+    let mut files = Vec::new();
+    walk(&src(), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(src())
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let mut module: Vec<String> = rel
+                .trim_end_matches(".rs")
+                .split('/')
+                .map(str::to_string)
+                .collect();
+            if module
+                .last()
+                .is_some_and(|m| m == "mod" || m == "lib" || m == "main")
+            {
+                module.pop();
+            }
+            let text = std::fs::read_to_string(&path).expect("read source");
+            let code = text
+                .lines()
+                .take_while(|l| l.trim() != "#[cfg(test)]")
+                .map(|l| {
+                    if l.trim_start().starts_with("//") {
+                        String::new()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            Source { rel, module, code }
+        })
+        .collect()
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn rank(layer: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| *l == layer)
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The top-level modules named by `crate::x`, `crate::{x, y::z}` and
+/// `super::` chains that climb to the crate root, in one file.
+fn top_level_names(s: &Source) -> Vec<String> {
+    let text = s.code.join("\n");
+    let mut names = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(is_ident) {
+            continue; // vmtrace_crate:: or similar
+        }
+        names.extend(path_heads(rest));
+    }
+    // super::super::...: climbs from the file's module.
+    for line in &s.code {
+        let mut l = line.as_str();
+        while let Some(i) = l.find("super::") {
+            let mut tail = &l[i..];
+            let mut ups = 0;
+            while let Some(t) = tail.strip_prefix("super::") {
+                ups += 1;
+                tail = t;
+            }
+            if ups >= s.module.len() {
+                names.extend(path_heads(tail));
+            } else if ups == s.module.len() - 1 && s.module.len() > 1 {
+                // Lands on the layer itself: fine.
+            }
+            l = tail;
+        }
+    }
+    names
+}
+
+/// The first identifiers of a path's rest: `x::...` gives x,
+/// `{x, y::{..}}` gives x and y.
+fn path_heads(rest: &str) -> Vec<String> {
+    if let Some(group) = rest.strip_prefix('{') {
+        let mut depth = 0;
+        let mut heads = Vec::new();
+        let mut at_start = true;
+        let mut word = String::new();
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    at_start = true;
+                    continue;
+                }
+                _ => {}
+            }
+            if at_start && depth == 0 {
+                if is_ident(c) {
+                    word.push(c);
+                    continue;
+                }
+                if !word.is_empty() {
+                    heads.push(std::mem::take(&mut word));
+                    at_start = false;
+                } else if !c.is_whitespace() {
+                    at_start = false;
+                }
+            }
+        }
+        if !word.is_empty() {
+            heads.push(word);
+        }
+        heads
+    } else {
+        vec![rest.chars().take_while(|&c| is_ident(c)).collect()]
+    }
+}
+
+#[test]
+fn every_import_points_down_the_layers() {
+    let mut wrong = Vec::new();
+    let mut layered = 0;
+    for s in sources() {
+        let Some(layer) = s.module.first() else {
+            continue; // lib.rs, main.rs: the crate's root
+        };
+        let Some(own) = rank(layer) else {
+            wrong.push(format!("{}: not in a layer ({LAYERS:?})", s.rel));
+            continue;
+        };
+        layered += 1;
+        for name in top_level_names(&s) {
+            match rank(&name) {
+                Some(r) if r > own => wrong.push(format!(
+                    "{}: {layer} imports crate::{name}, a layer above it",
+                    s.rel
+                )),
+                Some(_) => {}
+                None => wrong.push(format!("{}: crate::{name} is not a layer", s.rel)),
+            }
+        }
+        for (l, crates) in FORBIDDEN {
+            if l != layer {
+                continue;
+            }
+            for c in *crates {
+                let hit = s.code.iter().any(|line| {
+                    line.split(|ch: char| !is_ident(ch) && ch != ':')
+                        .any(|w| w.starts_with(&format!("{c}::")))
+                });
+                if hit {
+                    wrong.push(format!("{}: {layer} uses the {c} crate", s.rel));
+                }
+            }
+        }
+    }
+    assert!(layered > 20, "found only {layered} layered files");
+    assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
+}
+
+/// A function's line count: from its `fn` line to the `}` at the same
+/// indentation (rustfmt's layout).
+fn long_functions(s: &Source) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (i, line) in s.code.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let mut sig = trimmed;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            sig = sig.strip_prefix(prefix).unwrap_or(sig);
+        }
+        let Some(name) = sig.strip_prefix("fn ") else {
+            continue;
+        };
+        if trimmed.ends_with(';') {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        let Some(len) = s.code[i + 1..].iter().position(|l| *l == close) else {
+            continue;
+        };
+        let name: String = name.chars().take_while(|&c| is_ident(c)).collect();
+        out.push((name, len + 2));
+    }
+    out
+}
+
+#[test]
+fn files_and_functions_fit_in_a_readers_head() {
+    let mut wrong = Vec::new();
+    for s in sources() {
+        let exempt = DATA_TABLES.iter().any(|(f, _)| *f == s.rel);
+        if s.code.len() > MAX_FILE_LINES && !exempt {
+            wrong.push(format!(
+                "{}: {} lines of code (at most {MAX_FILE_LINES})",
+                s.rel,
+                s.code.len()
+            ));
+        }
+        for (name, len) in long_functions(&s) {
+            if len > MAX_FN_LINES {
+                wrong.push(format!(
+                    "{}: fn {name} is {len} lines (at most {MAX_FN_LINES})",
+                    s.rel
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "too long:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_checks_themselves_catch_what_they_must() {
+    let fake = |rel: &str, module: &[&str], code: &str| Source {
+        rel: rel.into(),
+        module: module.iter().map(|m| m.to_string()).collect(),
+        code: code.lines().map(str::to_string).collect(),
+    };
+    let s = fake(
+        "model/x.rs",
+        &["model", "x"],
+        "use crate::{\n    host::proc,\n    model::units::human,\n};\nfn f() { crate::view::report::x(); super::super::session::run(); }",
+    );
+    assert_eq!(top_level_names(&s), ["host", "model", "view", "session"]);
+    let long = fake(
+        "view/y.rs",
+        &["view", "y"],
+        &format!("pub fn f() {{\n{}}}\n", "    x();\n".repeat(120)),
+    );
+    assert_eq!(long_functions(&long), [("f".to_string(), 122)]);
+}
