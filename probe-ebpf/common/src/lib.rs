@@ -4,6 +4,8 @@
 //! at load time. Both sides compile this one file, so they cannot disagree.
 #![no_std]
 
+#[macro_use]
+mod ids;
 pub mod hist;
 
 /// Most NUMA nodes a per-node table has room for. Events from a node id at
@@ -19,168 +21,118 @@ pub const MAX_TASKS_IN_RECLAIM: u32 = 16384;
 /// Entries in the per-task "fault in progress" map (fault latency only).
 pub const MAX_TASKS_IN_FAULT: u32 = 65536;
 
-/// A latency histogram kept in the kernel (index into `HISTOGRAMS`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hist {
-    /// Time a target task spent in one direct reclaim (ns).
-    DirectReclaim = 0,
-    /// Time a target task spent in one memcg reclaim (ns).
-    MemcgReclaim = 1,
-    /// Duration of a minor page fault of a target task (ns; --fault-latency).
-    MinorFault = 2,
-    /// Duration of a major page fault of a target task (ns; --fault-latency).
-    MajorFault = 3,
-    /// One kswapd awake period, wake to sleep, any node (ns).
-    KswapdAwake = 4,
-    /// One shrink_slab call (one shrinker), any task (ns).
-    SlabShrink = 5,
-    /// Time a target task was throttled in reclaim (ns, from usec_delayed).
-    Throttle = 6,
-    /// One compaction run (begin..end) of a target task (ns).
-    Compaction = 7,
-    /// One write request to a swap area, issue to completion (ns).
-    SwapWrite = 8,
-    /// One read request from a swap area, issue to completion (ns).
-    SwapRead = 9,
-}
-
-impl Hist {
-    pub const ALL: [Hist; 10] = [
-        Hist::DirectReclaim,
-        Hist::MemcgReclaim,
-        Hist::MinorFault,
-        Hist::MajorFault,
-        Hist::KswapdAwake,
-        Hist::SlabShrink,
-        Hist::Throttle,
-        Hist::Compaction,
-        Hist::SwapWrite,
-        Hist::SwapRead,
-    ];
-    pub const COUNT: u32 = Self::ALL.len() as u32;
-
-    /// The histogram's name in recordings, exports (hlog tags, CSV) and
-    /// JSON: the kernel's words, snake case.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Hist::DirectReclaim => "direct_reclaim",
-            Hist::MemcgReclaim => "memcg_reclaim",
-            Hist::MinorFault => "minor_fault",
-            Hist::MajorFault => "major_fault",
-            Hist::KswapdAwake => "kswapd_awake",
-            Hist::SlabShrink => "slab_shrink",
-            Hist::Throttle => "throttle",
-            Hist::Compaction => "compaction",
-            Hist::SwapWrite => "swap_write",
-            Hist::SwapRead => "swap_read",
-        }
-    }
-
-    /// What one value of the histogram is, for titles and legends.
-    pub const fn title(self) -> &'static str {
-        match self {
-            Hist::DirectReclaim => "direct reclaim stall",
-            Hist::MemcgReclaim => "memcg reclaim stall",
-            Hist::MinorFault => "minor fault",
-            Hist::MajorFault => "major fault",
-            Hist::KswapdAwake => "kswapd awake period",
-            Hist::SlabShrink => "slab shrinker call",
-            Hist::Throttle => "reclaim throttle wait",
-            Hist::Compaction => "compaction run",
-            Hist::SwapWrite => "swap write request",
-            Hist::SwapRead => "swap read request",
-        }
+signal_ids! {
+    /// A latency histogram kept in the kernel (index into `HISTOGRAMS`).
+    /// `name` is its name in recordings, exports (hlog tags, CSV) and JSON:
+    /// the kernel's words, snake case; `title` what one value is, for titles
+    /// and legends.
+    pub enum Hist {
+        /// Time a target task spent in one direct reclaim (ns).
+        DirectReclaim => ("direct_reclaim", "direct reclaim stall"),
+        /// Time a target task spent in one memcg reclaim (ns).
+        MemcgReclaim => ("memcg_reclaim", "memcg reclaim stall"),
+        /// Duration of a minor page fault of a target task (ns; --fault-latency).
+        MinorFault => ("minor_fault", "minor fault"),
+        /// Duration of a major page fault of a target task (ns; --fault-latency).
+        MajorFault => ("major_fault", "major fault"),
+        /// One kswapd awake period, wake to sleep, any node (ns).
+        KswapdAwake => ("kswapd_awake", "kswapd awake period"),
+        /// One shrink_slab call (one shrinker), any task (ns).
+        SlabShrink => ("slab_shrink", "slab shrinker call"),
+        /// Time a target task was throttled in reclaim (ns, from usec_delayed).
+        Throttle => ("throttle", "reclaim throttle wait"),
+        /// One compaction run (begin..end) of a target task (ns).
+        Compaction => ("compaction", "compaction run"),
+        /// One write request to a swap area, issue to completion (ns).
+        SwapWrite => ("swap_write", "swap write request"),
+        /// One read request from a swap area, issue to completion (ns).
+        SwapRead => ("swap_read", "swap read request"),
     }
 }
 
-/// A scalar event counter kept in the kernel (index into `COUNTERS`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Counter {
-    /// Direct reclaims of target tasks (begin..end pairs).
-    DirectReclaims = 0,
-    /// Pages reclaimed by those direct reclaims (from `..._end`).
-    DirectReclaimPages = 1,
-    /// Memcg reclaims of target tasks (begin..end pairs).
-    MemcgReclaims = 2,
-    /// Pages reclaimed by those memcg reclaims.
-    MemcgReclaimPages = 3,
-    /// Major faults of every task on the machine.
-    MajorFaultsAll = 4,
-    /// Major faults of target tasks.
-    MajorFaultsTarget = 5,
-    /// Minor faults of target tasks (only counted with --fault-latency).
-    MinorFaultsTarget = 6,
-    /// Reclaim begins not recorded because the per-task map was full.
-    ReclaimStartDropped = 7,
-    /// Reclaim ends seen without a begin (tracing started mid-reclaim).
-    ReclaimEndUnmatched = 8,
-    /// Fault starts not recorded because the per-task map was full.
-    FaultStartDropped = 9,
-    /// Events whose node id was >= MAX_NODES.
-    NodeOutOfRange = 10,
-    /// Anon folios reclaim wrote out (swap-out), `mm_vmscan_write_folio`.
-    WriteFolioAnon = 11,
-    /// File folios reclaim wrote back, `mm_vmscan_write_folio`.
-    WriteFolioFile = 12,
-    /// OOM victims chosen (`oom:mark_victim`), every task.
-    OomVictims = 13,
-    /// OOM victim records lost because the ring buffer was full.
-    OomRecordsDropped = 14,
-    /// Objects freed by shrinkers (`mm_shrink_slab_end.retval`), any task.
-    SlabFreed = 15,
-    /// Reclaim throttling events, every task.
-    ThrottledAll = 16,
-    /// Compaction runs, every task (direct, kcompactd, proactive).
-    CompactionsAll = 17,
-    /// Slab/compaction starts not recorded because the map was full.
-    SpanStartDropped = 18,
-    /// Kernel-mode page faults of target tasks (`page_fault_kernel`).
-    KernelFaultsTarget = 19,
-    /// Threads of the target that exited (their faults are counted).
-    ExitedThreads = 20,
-    /// Total stall time of target direct reclaims (ns).
-    DirectReclaimNs = 21,
-    /// Total stall time of target memcg reclaims (ns).
-    MemcgReclaimNs = 22,
-    /// Completed block requests writing to a swap area, and their sectors.
-    SwapWriteRequests = 23,
-    SwapWriteSectors = 24,
-    /// Completed block requests reading from a swap area, and sectors.
-    SwapReadRequests = 25,
-    SwapReadSectors = 26,
-    /// Swap I/O issues not recorded because the map was full.
-    SwapIoStartDropped = 27,
-    /// Page allocations whose pfn fell in no known zone span.
-    PageAllocNoZone = 28,
-    /// Entries created in the per-process and per-name tables (LRU maps:
-    /// entries beyond what the map holds at the end were evicted).
-    StallerInserts = 29,
-    ProcessFaultInserts = 30,
-    ProcessTimeInserts = 31,
-    WakerInserts = 32,
-    /// The kernel's own delay accounting (task->delays, the figures
-    /// taskstats reports), summed over target threads at exit (ns): time
-    /// waiting for block I/O, swap-in, in reclaim ("freepages"),
-    /// thrashing (refaults) and compaction. Zero unless
-    /// kernel.task_delayacct is on (vmtrace turns it on for a run).
-    DelayBlkioNs = 33,
-    DelaySwapinNs = 34,
-    DelayFreepagesNs = 35,
-    DelayThrashingNs = 36,
-    DelayCompactNs = 37,
-    /// Time target threads waited for a CPU (runnable, not running):
-    /// `task_struct.sched_info.run_delay`, kept while delay accounting is on.
-    DelayCpuNs = 38,
-    /// Forked children of target processes not followed: TARGET_PIDS full.
-    TargetPidsFull = 39,
-    /// Children of target processes followed (`sched_process_fork`).
-    TargetForks = 40,
-}
-
-impl Counter {
-    pub const COUNT: u32 = 41;
+signal_ids! {
+    /// A scalar event counter kept in the kernel (index into `COUNTERS`).
+    pub enum Counter {
+        /// Direct reclaims of target tasks (begin..end pairs).
+        DirectReclaims => ("direct_reclaims", "direct reclaims of the target"),
+        /// Pages reclaimed by those direct reclaims (from `..._end`).
+        DirectReclaimPages => ("direct_reclaim_pages", "pages reclaimed by target direct reclaims"),
+        /// Memcg reclaims of target tasks (begin..end pairs).
+        MemcgReclaims => ("memcg_reclaims", "memcg reclaims of the target"),
+        /// Pages reclaimed by those memcg reclaims.
+        MemcgReclaimPages => ("memcg_reclaim_pages", "pages reclaimed by target memcg reclaims"),
+        /// Major faults of every task on the machine.
+        MajorFaultsAll => ("major_faults_all", "major faults, every task"),
+        /// Major faults of target tasks.
+        MajorFaultsTarget => ("major_faults_target", "major faults of the target"),
+        /// Minor faults of target tasks (only counted with --fault-latency).
+        MinorFaultsTarget => ("minor_faults_target", "minor faults of the target (--fault-latency)"),
+        /// Reclaim begins not recorded because the per-task map was full.
+        ReclaimStartDropped => ("reclaim_start_dropped", "reclaim begins dropped (map full)"),
+        /// Reclaim ends seen without a begin (tracing started mid-reclaim).
+        ReclaimEndUnmatched => ("reclaim_end_unmatched", "reclaim ends without a begin"),
+        /// Fault starts not recorded because the per-task map was full.
+        FaultStartDropped => ("fault_start_dropped", "fault starts dropped (map full)"),
+        /// Events whose node id was >= MAX_NODES.
+        NodeOutOfRange => ("node_out_of_range", "events from a node id out of range"),
+        /// Anon folios reclaim wrote out (swap-out), `mm_vmscan_write_folio`.
+        WriteFolioAnon => ("write_folio_anon", "anon folios written out by reclaim (swap-out)"),
+        /// File folios reclaim wrote back, `mm_vmscan_write_folio`.
+        WriteFolioFile => ("write_folio_file", "file folios written back by reclaim"),
+        /// OOM victims chosen (`oom:mark_victim`), every task.
+        OomVictims => ("oom_victims", "OOM victims, every task"),
+        /// OOM victim records lost because the ring buffer was full.
+        OomRecordsDropped => ("oom_records_dropped", "OOM victim records dropped (ring full)"),
+        /// Objects freed by shrinkers (`mm_shrink_slab_end.retval`), any task.
+        SlabFreed => ("slab_freed", "objects freed by shrinkers"),
+        /// Reclaim throttling events, every task.
+        ThrottledAll => ("throttled_all", "reclaim throttling events, every task"),
+        /// Compaction runs, every task (direct, kcompactd, proactive).
+        CompactionsAll => ("compactions_all", "compaction runs, every task"),
+        /// Slab/compaction starts not recorded because the map was full.
+        SpanStartDropped => ("span_start_dropped", "slab/compaction starts dropped (map full)"),
+        /// Kernel-mode page faults of target tasks (`page_fault_kernel`).
+        KernelFaultsTarget => ("kernel_faults_target", "kernel-mode faults of the target"),
+        /// Threads of the target that exited (their faults are counted).
+        ExitedThreads => ("exited_threads", "target threads that exited"),
+        /// Total stall time of target direct reclaims (ns).
+        DirectReclaimNs => ("direct_reclaim_ns", "target direct reclaim stall time (ns)"),
+        /// Total stall time of target memcg reclaims (ns).
+        MemcgReclaimNs => ("memcg_reclaim_ns", "target memcg reclaim stall time (ns)"),
+        /// Completed block requests writing to a swap area, and their sectors.
+        SwapWriteRequests => ("swap_write_requests", "swap write requests completed"),
+        SwapWriteSectors => ("swap_write_sectors", "sectors written to swap"),
+        /// Completed block requests reading from a swap area, and sectors.
+        SwapReadRequests => ("swap_read_requests", "swap read requests completed"),
+        SwapReadSectors => ("swap_read_sectors", "sectors read from swap"),
+        /// Swap I/O issues not recorded because the map was full.
+        SwapIoStartDropped => ("swap_io_start_dropped", "swap I/O issues dropped (map full)"),
+        /// Page allocations whose pfn fell in no known zone span.
+        PageAllocNoZone => ("page_alloc_no_zone", "page allocations in no known zone"),
+        /// Entries created in the per-process and per-name tables (LRU maps:
+        /// entries beyond what the map holds at the end were evicted).
+        StallerInserts => ("staller_inserts", "per-process staller entries created"),
+        ProcessFaultInserts => ("process_fault_inserts", "per-process fault entries created"),
+        ProcessTimeInserts => ("process_time_inserts", "per-process fault time entries created"),
+        WakerInserts => ("waker_inserts", "kswapd waker entries created"),
+        /// The kernel's own delay accounting (task->delays, the figures
+        /// taskstats reports), summed over target threads at exit (ns): time
+        /// waiting for block I/O, swap-in, in reclaim ("freepages"),
+        /// thrashing (refaults) and compaction. Zero unless
+        /// kernel.task_delayacct is on (vmtrace turns it on for a run).
+        DelayBlkioNs => ("delay_blkio_ns", "delay accounting: block I/O (ns)"),
+        DelaySwapinNs => ("delay_swapin_ns", "delay accounting: swap-in (ns)"),
+        DelayFreepagesNs => ("delay_freepages_ns", "delay accounting: reclaim (ns)"),
+        DelayThrashingNs => ("delay_thrashing_ns", "delay accounting: thrashing (ns)"),
+        DelayCompactNs => ("delay_compact_ns", "delay accounting: compaction (ns)"),
+        /// Time target threads waited for a CPU (runnable, not running):
+        /// `task_struct.sched_info.run_delay`, kept while delay accounting is on.
+        DelayCpuNs => ("delay_cpu_ns", "waiting for a CPU (ns)"),
+        /// Forked children of target processes not followed: TARGET_PIDS full.
+        TargetPidsFull => ("target_pids_full", "forks not followed (TARGET_PIDS full)"),
+        /// Children of target processes followed (`sched_process_fork`).
+        TargetForks => ("target_forks", "forks of the target followed"),
+    }
 }
 
 /// Most (node, zone) pfn spans passed to the page-allocation probe.
@@ -679,6 +631,35 @@ pub mod names {
     pub const TARGET: &str = "TARGET";
     pub const TARGET_PIDS: &str = "TARGET_PIDS";
     pub const FAULT_LATENCY: &str = "FAULT_LATENCY";
+
+    /// The maps userspace opens by name.
+    pub const MAPS: &[&str] = &[
+        HISTOGRAMS,
+        COUNTERS,
+        LRU_SHRINK_INACTIVE,
+        LRU_SHRINK_ACTIVE,
+        RECLAIM_PRIORITY,
+        RECLAIM_ORDER,
+        RECLAIM_STALLERS,
+        OOM_VICTIMS,
+        KSWAPD_NODES,
+        KSWAPD_AWAKE_SINCE,
+        KSWAPD_WAKEUPS,
+        KSWAPD_WAKERS,
+        KSWAPD_WAKEUP_ORDER,
+        THROTTLE_REASON,
+        PROCESS_FAULTS,
+        PROCESS_FAULT_TIME,
+        LRU_ISOLATE,
+        PAGE_ALLOC,
+        RECLAIM_RETRY_ZONE,
+        RECLAIM_START,
+        FAULT_START,
+        TARGET_PIDS,
+    ];
+
+    /// The globals userspace sets at load time (not maps).
+    pub const GLOBALS: &[&str] = &[FIELDS, TARGET, SWAP_EXTENTS, ZONE_SPANS, FAULT_LATENCY];
 }
 
 /// Field-by-field sums, for adding up per-CPU cells (userspace) without

@@ -442,36 +442,29 @@ pub struct ZoneRow {
 }
 
 impl RunReport {
+    /// The run's histogram of one kind, where the run has it. The match
+    /// is exhaustive: a new [`Hist`] must say where it lives here.
+    pub fn histogram(&self, h: Hist) -> Option<&Summary> {
+        match h {
+            Hist::DirectReclaim => self.direct_reclaim.as_ref().map(|r| &r.stalls),
+            Hist::MemcgReclaim => self.memcg_reclaim.as_ref().map(|r| &r.stalls),
+            Hist::MinorFault => self.faults.minor_latency.as_ref(),
+            Hist::MajorFault => self.faults.major_latency.as_ref(),
+            Hist::KswapdAwake => self.kswapd.as_ref().and_then(|k| k.awake_periods.as_ref()),
+            Hist::SlabShrink => self.slab_shrink.as_ref().map(|r| &r.calls),
+            Hist::Throttle => self.throttle.as_ref().map(|r| &r.delays),
+            Hist::Compaction => self.compaction.as_ref().map(|r| &r.runs),
+            Hist::SwapWrite => self.swap_io.as_ref().map(|r| &r.write),
+            Hist::SwapRead => self.swap_io.as_ref().map(|r| &r.read),
+        }
+    }
+
     /// Every latency histogram the run has, with the kernel histogram it
-    /// came from (its name is the tag in exports).
+    /// came from (its name is the tag in exports), in [`Hist::ALL`] order.
     pub fn histograms(&self) -> Vec<(Hist, &Summary)> {
-        let candidates: [(Hist, Option<&Summary>); 10] = [
-            (
-                Hist::DirectReclaim,
-                self.direct_reclaim.as_ref().map(|r| &r.stalls),
-            ),
-            (
-                Hist::MemcgReclaim,
-                self.memcg_reclaim.as_ref().map(|r| &r.stalls),
-            ),
-            (Hist::MinorFault, self.faults.minor_latency.as_ref()),
-            (Hist::MajorFault, self.faults.major_latency.as_ref()),
-            (
-                Hist::KswapdAwake,
-                self.kswapd.as_ref().and_then(|k| k.awake_periods.as_ref()),
-            ),
-            (
-                Hist::SlabShrink,
-                self.slab_shrink.as_ref().map(|r| &r.calls),
-            ),
-            (Hist::Throttle, self.throttle.as_ref().map(|r| &r.delays)),
-            (Hist::Compaction, self.compaction.as_ref().map(|r| &r.runs)),
-            (Hist::SwapWrite, self.swap_io.as_ref().map(|r| &r.write)),
-            (Hist::SwapRead, self.swap_io.as_ref().map(|r| &r.read)),
-        ];
-        candidates
+        Hist::ALL
             .into_iter()
-            .filter_map(|(h, s)| Some((h, s?)))
+            .filter_map(|h| Some((h, self.histogram(h)?)))
             .collect()
     }
 

@@ -1,0 +1,465 @@
+//! The catalogue of signals vmtrace measures: each metric, the eBPF
+//! programs behind it (their names in probe-ebpf) and the kernel hooks and
+//! fields each program needs. One declarative table, in report order;
+//! `plan` decides what of it this kernel can run.
+
+use aya::programs::perf_event::SoftwareEvent;
+use vmtrace_common::{Field, Fields};
+
+/// How a program is hooked into the kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum Hook {
+    /// A classic tracepoint; its fields come from tracefs `format`. The
+    /// first of `events` this kernel has is used (later names are older
+    /// kernels' names for the same event).
+    Tracepoint {
+        system: &'static str,
+        events: &'static [&'static str],
+    },
+    /// A BTF tracepoint (typed arguments, no perf buffer copy; skipped
+    /// only when it interrupts itself, not any BPF program).
+    BtfTracepoint {
+        system: &'static str,
+        event: &'static str,
+    },
+    /// A software perf event with sample period 1 on every CPU.
+    PerfSoftware(SoftwareEvent),
+}
+
+impl Hook {
+    pub fn describe(&self) -> String {
+        match self {
+            Hook::Tracepoint { system, events } => {
+                format!("tracepoint {system}:{}", events.join("|"))
+            }
+            Hook::BtfTracepoint { system, event } => format!("BTF tracepoint {system}:{event}"),
+            Hook::PerfSoftware(ev) => {
+                let name = match ev {
+                    SoftwareEvent::PageFaultsMaj => "PAGE_FAULTS_MAJ",
+                    SoftwareEvent::PageFaultsMin => "PAGE_FAULTS_MIN",
+                    _ => "other",
+                };
+                format!("perf software event {name}")
+            }
+        }
+    }
+}
+
+/// A field a program reads, and where its offset goes in [`Fields`].
+pub struct FieldUse {
+    pub name: &'static str,
+    pub slot: fn(&mut Fields) -> &mut Field,
+    /// Without it the metric means nothing; an optional field that is
+    /// missing reads as 0, with a notice.
+    pub required: bool,
+}
+
+/// A member of a kernel struct a program reads, resolved from kernel BTF.
+pub struct MemberUse {
+    pub strukt: &'static str,
+    pub member: &'static str,
+    /// Bytes the program reads (4 or 8; pointers are 8).
+    pub size: u16,
+    pub slot: fn(&mut Fields) -> &mut Field,
+    /// A missing optional member reads as 0, with a notice; a missing
+    /// required one disables the metric.
+    pub required: bool,
+}
+
+/// `member!(request, __sector, 8, request_sector)`
+macro_rules! member {
+    ($strukt:ident . $member:ident, $size:literal, $slot:ident) => {
+        MemberUse {
+            strukt: stringify!($strukt),
+            member: stringify!($member),
+            size: $size,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: true,
+        }
+    };
+    (optional $strukt:ident . $member:ident, $size:literal, $slot:ident) => {
+        MemberUse {
+            strukt: stringify!($strukt),
+            member: stringify!($member),
+            size: $size,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: false,
+        }
+    };
+}
+
+/// Kernel type information: where struct members lie on this kernel.
+pub trait KernelTypes {
+    fn member_offset(&self, strukt: &str, member: &str) -> Option<u32>;
+}
+
+impl KernelTypes for crate::kernel::btf::Btf {
+    fn member_offset(&self, strukt: &str, member: &str) -> Option<u32> {
+        crate::kernel::btf::Btf::member_offset(self, strukt, member)
+    }
+}
+
+/// One eBPF program of `probe-ebpf`.
+pub struct Program {
+    /// The function name in `probe-ebpf` (= program name in the object).
+    pub name: &'static str,
+    pub hook: Hook,
+    pub fields: &'static [FieldUse],
+    /// Kernel struct members it reads (8-byte integers).
+    pub members: &'static [MemberUse],
+}
+
+/// A measurement: all its programs attach, or none do.
+pub struct Metric {
+    /// Stable id, used in notices and JSON (`unavailable`).
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Off unless its command-line flag asks for it (hot-path probes).
+    pub opt_in: Option<OptIn>,
+    pub programs: &'static [Program],
+}
+
+/// Metrics that cost a hot path and run only when asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptIn {
+    /// `--fault-latency`
+    FaultLatency,
+    /// `--page-alloc`
+    PageAlloc,
+    /// Following a process tree: `attach --pid/--comm` (not a flag).
+    FollowForks,
+}
+
+impl OptIn {
+    pub fn flag(self) -> &'static str {
+        match self {
+            OptIn::FaultLatency => "--fault-latency",
+            OptIn::PageAlloc => "--page-alloc",
+            OptIn::FollowForks => "attach --pid/--comm",
+        }
+    }
+}
+
+/// A required field: `req!("nid", lru_shrink_inactive_nid)`.
+macro_rules! req {
+    ($name:literal, $slot:ident) => {
+        FieldUse {
+            name: $name,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: true,
+        }
+    };
+}
+
+/// An optional field (reads 0 where the kernel lacks it).
+macro_rules! opt {
+    ($name:literal, $slot:ident) => {
+        FieldUse {
+            name: $name,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: false,
+        }
+    };
+}
+
+/// A classic tracepoint program.
+macro_rules! tp {
+    ($prog:literal, $system:literal : $($event:literal)|+, [$($field:expr),* $(,)?]) => {
+        Program {
+            name: $prog,
+            hook: Hook::Tracepoint {
+                system: $system,
+                events: &[$($event),+],
+            },
+            fields: &[$($field),*],
+            members: &[],
+        }
+    };
+}
+
+/// Every metric vmtrace knows, in report order.
+pub const CATALOGUE: &[Metric] = &[
+    Metric {
+        id: "direct_reclaim",
+        title: "direct reclaim stalls",
+        opt_in: None,
+        programs: &[
+            tp!("direct_reclaim_begin", "vmscan": "mm_vmscan_direct_reclaim_begin",
+                [opt!("order", direct_reclaim_begin_order)]),
+            tp!("direct_reclaim_end", "vmscan": "mm_vmscan_direct_reclaim_end",
+                [req!("nr_reclaimed", direct_reclaim_end_nr_reclaimed)]),
+        ],
+    },
+    Metric {
+        id: "memcg_reclaim",
+        title: "memcg reclaim stalls",
+        opt_in: None,
+        programs: &[
+            tp!("memcg_reclaim_begin", "vmscan": "mm_vmscan_memcg_reclaim_begin",
+                [opt!("order", memcg_reclaim_begin_order)]),
+            tp!("memcg_reclaim_end", "vmscan": "mm_vmscan_memcg_reclaim_end",
+                [req!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)]),
+        ],
+    },
+    Metric {
+        id: "lru_shrink_inactive",
+        title: "inactive LRU scanned/reclaimed",
+        opt_in: None,
+        programs: &[
+            tp!("lru_shrink_inactive", "vmscan": "mm_vmscan_lru_shrink_inactive", [
+                req!("nid", lru_shrink_inactive_nid),
+                req!("nr_scanned", lru_shrink_inactive_nr_scanned),
+                req!("nr_reclaimed", lru_shrink_inactive_nr_reclaimed),
+                opt!("nr_dirty", lru_shrink_inactive_nr_dirty),
+                opt!("nr_writeback", lru_shrink_inactive_nr_writeback),
+                opt!("nr_congested", lru_shrink_inactive_nr_congested),
+                opt!("nr_immediate", lru_shrink_inactive_nr_immediate),
+                opt!("nr_activate0", lru_shrink_inactive_nr_activate0),
+                opt!("nr_activate1", lru_shrink_inactive_nr_activate1),
+                opt!("nr_ref_keep", lru_shrink_inactive_nr_ref_keep),
+                opt!("nr_unmap_fail", lru_shrink_inactive_nr_unmap_fail),
+                opt!("priority", lru_shrink_inactive_priority),
+                opt!("reclaim_flags", lru_shrink_inactive_reclaim_flags),
+            ]),
+        ],
+    },
+    Metric {
+        id: "lru_isolate",
+        title: "LRU isolation per highest zone and list",
+        opt_in: None,
+        programs: &[tp!("lru_isolate", "vmscan": "mm_vmscan_lru_isolate", [
+            req!("highest_zoneidx", lru_isolate_highest_zoneidx),
+            req!("lru", lru_isolate_lru),
+            req!("nr_scanned", lru_isolate_nr_scanned),
+            req!("nr_skipped", lru_isolate_nr_skipped),
+            req!("nr_taken", lru_isolate_nr_taken),
+            opt!("nr_requested", lru_isolate_nr_requested),
+        ])],
+    },
+    Metric {
+        id: "lru_shrink_active",
+        title: "active LRU deactivation",
+        opt_in: None,
+        programs: &[
+            tp!("lru_shrink_active", "vmscan": "mm_vmscan_lru_shrink_active", [
+                req!("nid", lru_shrink_active_nid),
+                req!("nr_taken", lru_shrink_active_nr_taken),
+                opt!("nr_active", lru_shrink_active_nr_active),
+                opt!("nr_deactivated", lru_shrink_active_nr_deactivated),
+                opt!("nr_referenced", lru_shrink_active_nr_referenced),
+                opt!("priority", lru_shrink_active_priority),
+                opt!("reclaim_flags", lru_shrink_active_reclaim_flags),
+            ]),
+        ],
+    },
+    Metric {
+        id: "kswapd",
+        title: "kswapd awake periods per node",
+        opt_in: None,
+        programs: &[
+            tp!("kswapd_wake", "vmscan": "mm_vmscan_kswapd_wake",
+                [req!("nid", kswapd_wake_nid)]),
+            tp!("kswapd_sleep", "vmscan": "mm_vmscan_kswapd_sleep",
+                [req!("nid", kswapd_sleep_nid)]),
+        ],
+    },
+    Metric {
+        id: "kswapd_wakeups",
+        title: "kswapd wakeups per zone and waker",
+        opt_in: None,
+        programs: &[tp!("wakeup_kswapd", "vmscan": "mm_vmscan_wakeup_kswapd", [
+            req!("nid", wakeup_kswapd_nid),
+            req!("zid", wakeup_kswapd_zid),
+            opt!("order", wakeup_kswapd_order),
+        ])],
+    },
+    Metric {
+        id: "slab_shrink",
+        title: "slab shrinker latency",
+        opt_in: None,
+        programs: &[
+            tp!("shrink_slab_start", "vmscan": "mm_shrink_slab_start", []),
+            tp!("shrink_slab_end", "vmscan": "mm_shrink_slab_end",
+                [opt!("retval", shrink_slab_end_retval)]),
+        ],
+    },
+    Metric {
+        id: "throttle",
+        title: "reclaim throttling",
+        opt_in: None,
+        programs: &[tp!("throttled", "vmscan": "mm_vmscan_throttled", [
+            req!("usec_delayed", throttled_usec_delayed),
+            opt!("reason", throttled_reason),
+        ])],
+    },
+    Metric {
+        id: "compaction",
+        title: "compaction runs",
+        opt_in: None,
+        programs: &[
+            tp!("compaction_begin", "compaction": "mm_compaction_begin", []),
+            tp!("compaction_end", "compaction": "mm_compaction_end", []),
+        ],
+    },
+    Metric {
+        id: "swap_out",
+        title: "swap-out: folios written by reclaim",
+        opt_in: None,
+        programs: &[
+            tp!("write_folio", "vmscan": "mm_vmscan_write_folio" | "mm_vmscan_writepage",
+            [req!("reclaim_flags", write_folio_reclaim_flags)]),
+        ],
+    },
+    Metric {
+        id: "swap_io",
+        title: "swap device I/O latency",
+        opt_in: None,
+        programs: &[
+            Program {
+                name: "block_rq_issue",
+                hook: Hook::BtfTracepoint {
+                    system: "block",
+                    event: "block_rq_issue",
+                },
+                fields: &[],
+                members: &[
+                    member!(request.__sector, 8, request_sector),
+                    member!(request.__data_len, 4, request_data_len),
+                    member!(request.cmd_flags, 4, request_cmd_flags),
+                    member!(request.q, 8, request_q),
+                    member!(request_queue.disk, 8, request_queue_disk),
+                    member!(gendisk.major, 4, gendisk_major),
+                    member!(gendisk.first_minor, 4, gendisk_first_minor),
+                ],
+            },
+            Program {
+                name: "block_rq_complete",
+                hook: Hook::BtfTracepoint {
+                    system: "block",
+                    event: "block_rq_complete",
+                },
+                fields: &[],
+                members: &[],
+            },
+        ],
+    },
+    Metric {
+        id: "oom",
+        title: "OOM victims",
+        opt_in: None,
+        programs: &[tp!("mark_victim", "oom": "mark_victim", [
+            req!("pid", mark_victim_pid),
+            opt!("comm", mark_victim_comm),
+            opt!("total_vm", mark_victim_total_vm),
+            opt!("anon_rss", mark_victim_anon_rss),
+            opt!("file_rss", mark_victim_file_rss),
+            opt!("shmem_rss", mark_victim_shmem_rss),
+        ])],
+    },
+    Metric {
+        id: "reclaim_retry_zone",
+        title: "allocator reclaim-retry checks per zone",
+        opt_in: None,
+        programs: &[tp!("reclaim_retry_zone", "oom": "reclaim_retry_zone", [
+            req!("node", reclaim_retry_zone_node),
+            req!("zone_idx", reclaim_retry_zone_zone_idx),
+        ])],
+    },
+    Metric {
+        id: "page_alloc",
+        title: "page allocations per zone",
+        opt_in: Some(OptIn::PageAlloc),
+        programs: &[tp!("page_alloc", "kmem": "mm_page_alloc", [
+            req!("pfn", page_alloc_pfn),
+            opt!("order", page_alloc_order),
+        ])],
+    },
+    Metric {
+        id: "major_fault",
+        title: "major fault counts",
+        opt_in: None,
+        programs: &[Program {
+            name: "major_fault",
+            hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMaj),
+            fields: &[],
+            members: &[],
+        }],
+    },
+    Metric {
+        id: "process_faults",
+        title: "page faults per process (counted at exit)",
+        opt_in: None,
+        programs: &[Program {
+            name: "process_exit",
+            hook: Hook::Tracepoint {
+                system: "sched",
+                events: &["sched_process_exit"],
+            },
+            fields: &[],
+            members: &[
+                member!(task_struct.min_flt, 8, task_min_flt),
+                member!(task_struct.maj_flt, 8, task_maj_flt),
+                // The kernel's delay accounting, read at the same exit.
+                member!(optional task_struct.delays, 8, task_delays),
+                member!(optional task_delay_info.blkio_delay, 8, delay_blkio),
+                member!(optional task_delay_info.swapin_delay, 8, delay_swapin),
+                member!(optional task_delay_info.freepages_delay, 8, delay_freepages),
+                member!(optional task_delay_info.thrashing_delay, 8, delay_thrashing),
+                member!(optional task_delay_info.compact_delay, 8, delay_compact),
+                member!(optional task_struct.sched_info, 8, task_sched_info),
+                member!(optional sched_info.run_delay, 8, sched_info_run_delay),
+            ],
+        }],
+    },
+    Metric {
+        id: "kernel_faults",
+        title: "kernel-mode page faults",
+        opt_in: None,
+        programs: &[Program {
+            name: "page_fault_kernel",
+            hook: Hook::BtfTracepoint {
+                system: "exceptions",
+                event: "page_fault_kernel",
+            },
+            fields: &[],
+            members: &[],
+        }],
+    },
+    Metric {
+        id: "fault_latency",
+        title: "page fault latency",
+        opt_in: Some(OptIn::FaultLatency),
+        programs: &[
+            Program {
+                name: "page_fault_user",
+                hook: Hook::BtfTracepoint {
+                    system: "exceptions",
+                    event: "page_fault_user",
+                },
+                fields: &[],
+                members: &[],
+            },
+            Program {
+                name: "minor_fault",
+                hook: Hook::PerfSoftware(SoftwareEvent::PageFaultsMin),
+                fields: &[],
+                members: &[],
+            },
+        ],
+    },
+    // Last: its exit program leaves the target set, so it must run after
+    // every other program on sched_process_exit (programs on one
+    // tracepoint run in the order they were attached).
+    Metric {
+        id: "follow_forks",
+        title: "following a process tree (attach --pid/--comm)",
+        opt_in: Some(OptIn::FollowForks),
+        programs: &[
+            tp!("target_fork", "sched": "sched_process_fork", [
+                req!("child_pid", fork_child_pid),
+            ]),
+            tp!("target_exit", "sched": "sched_process_exit", []),
+        ],
+    },
+];

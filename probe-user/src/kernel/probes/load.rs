@@ -1,0 +1,319 @@
+//! Loading vmtrace's eBPF object with the plan's field offsets, attaching
+//! every enabled metric's programs, and what the loaded programs offer
+//! while they run (followed pids, program statistics, OOM records).
+
+use anyhow::{Context, Result, anyhow};
+use aya::{
+    Btf, Ebpf, EbpfLoader,
+    maps::{MapData, RingBuf},
+    programs::{
+        BtfTracePoint, PerfEvent, TracePoint,
+        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy},
+    },
+    util::online_cpus,
+};
+use vmtrace_common::{OomVictim, SwapExtents, Target, ZoneSpans, names};
+
+use super::{
+    catalogue::{CATALOGUE, Hook, Program},
+    plan::Plan,
+};
+
+/// One program's counters (fdinfo).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramStats {
+    pub program: &'static str,
+    pub runs: u64,
+    pub run_ns: u64,
+    pub misses: u64,
+}
+
+/// The loaded and attached programs. Links are owned by file descriptors
+/// held here (nothing is pinned): dropping this, or the process dying,
+/// detaches everything.
+pub struct Probes {
+    pub ebpf: Ebpf,
+    pub plan: Plan,
+    /// Failures to attach a metric on this kernel (metric id, reason).
+    pub attach_failures: Vec<(&'static str, String)>,
+    /// Forwards the programs' rare warnings (e.g. a full map) to `log`.
+    logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    /// The OOM victim ring buffer, and what has been read from it.
+    oom: Option<RingBuf<MapData>>,
+    pub oom_victims: Vec<OomVictim>,
+}
+
+impl Probes {
+    /// Adds processes to the followed set (`attach --pid/--comm`).
+    pub fn follow(&mut self, pids: &[u32]) -> Result<()> {
+        let map = self
+            .ebpf
+            .map_mut(names::TARGET_PIDS)
+            .context("the eBPF object has no TARGET_PIDS map")?;
+        let mut map: aya::maps::HashMap<_, u32, u8> =
+            aya::maps::HashMap::try_from(map).context("TARGET_PIDS")?;
+        for &pid in pids {
+            map.insert(pid, 1, 0)
+                .with_context(|| format!("following pid {pid}"))?;
+        }
+        Ok(())
+    }
+
+    /// The processes (and threads) followed now.
+    pub fn followed(&self) -> Vec<u32> {
+        let Some(map) = self.ebpf.map(names::TARGET_PIDS) else {
+            return Vec::new();
+        };
+        match aya::maps::HashMap::<_, u32, u8>::try_from(map) {
+            Ok(m) => m.keys().flatten().collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Passes pending eBPF log records on to the `log` crate.
+    pub fn flush_log(&mut self) {
+        if let Some(l) = &mut self.logger {
+            l.flush();
+        }
+    }
+
+    /// Each attached program's counters from its fdinfo: runs and run
+    /// time (kept by the kernel only while kernel.bpf_stats_enabled is 1)
+    /// and recursion misses: events the kernel skipped because the program
+    /// would have run nested in another BPF program on the same CPU
+    /// (non-zero means undercounts).
+    pub fn program_stats(&self) -> Vec<ProgramStats> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let mut out = Vec::new();
+        for metric in CATALOGUE.iter().filter(|m| self.plan.is_enabled(m.id)) {
+            for p in metric.programs {
+                let Some(Ok(fd)) = self.ebpf.program(p.name).map(|prog| prog.fd()) else {
+                    continue;
+                };
+                let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
+                let info = std::fs::read_to_string(path).unwrap_or_default();
+                let field = |key: &str| -> u64 {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix(key))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0)
+                };
+                out.push(ProgramStats {
+                    program: p.name,
+                    runs: field("run_cnt:"),
+                    run_ns: field("run_time_ns:"),
+                    misses: field("recursion_misses:"),
+                });
+            }
+        }
+        out
+    }
+
+    /// Moves OOM victim records out of the ring buffer into `oom_victims`.
+    pub fn drain_oom(&mut self) {
+        let Some(rb) = &mut self.oom else { return };
+        while let Some(item) = rb.next() {
+            if item.len() >= std::mem::size_of::<OomVictim>() {
+                // SAFETY: the kernel wrote an OomVictim (repr(C), integers
+                // only); read_unaligned copes with any alignment.
+                let v = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<OomVictim>()) };
+                self.oom_victims.push(v);
+            }
+        }
+    }
+}
+
+/// vmtrace's eBPF object (probe-ebpf), built by build.rs and embedded.
+pub(crate) static OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/vmtrace-probes"));
+
+/// Facts about this machine the programs need besides field offsets.
+pub struct Layout {
+    pub target: Target,
+    pub swap: SwapExtents,
+    pub zones: ZoneSpans,
+    /// Fault latency on: the major-fault program also times faults.
+    pub fault_latency: bool,
+}
+
+/// Loads the eBPF object with the plan's field offsets and target, then
+/// attaches every enabled metric. A metric that fails to attach is moved to
+/// `attach_failures` (with the kernel's reason); loading the object itself
+/// failing is an error.
+pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
+    let mut ebpf = EbpfLoader::new()
+        .override_global(names::FIELDS, &plan.fields, true)
+        .override_global(names::TARGET, &layout.target, true)
+        .override_global(names::SWAP_EXTENTS, &layout.swap, true)
+        .override_global(names::ZONE_SPANS, &layout.zones, true)
+        .override_global(names::FAULT_LATENCY, &u32::from(layout.fault_latency), true)
+        .load(OBJECT)
+        .map_err(|e| {
+            let e = anyhow::Error::new(e);
+            let text = format!("{e:#}");
+            if text.contains("Operation not permitted") || text.contains("not implemented") {
+                anyhow::anyhow!(
+                    "the kernel refused eBPF ({text}): a seccomp filter (as in most \
+                     containers), kernel lockdown or a kernel without BPF can forbid \
+                     bpf(); run vmtrace as root on the host"
+                )
+            } else {
+                e.context("loading vmtrace's eBPF object into the kernel failed")
+            }
+        })?;
+    // The logger owns the log ring buffer's fd: it must outlive loading.
+    let logger = aya_log::EbpfLogger::init(&mut ebpf)
+        .map_err(|e| log::debug!("eBPF logging unavailable: {e}"))
+        .ok();
+    let oom = match ebpf.take_map(names::OOM_VICTIMS) {
+        Some(map) => Some(RingBuf::try_from(map).context("OOM victim ring buffer")?),
+        None => None,
+    };
+    let mut btf = None;
+    let mut attach_failures = Vec::new();
+    let mut enabled = Vec::new();
+    for metric in CATALOGUE {
+        if !plan.is_enabled(metric.id) {
+            continue;
+        }
+        let result = metric
+            .programs
+            .iter()
+            .try_for_each(|p| attach_program(&mut ebpf, p, &plan.events, &mut btf));
+        match result {
+            Ok(()) => enabled.push(metric.id),
+            Err(e) => {
+                // Detach what did attach: a half metric would mislead.
+                for p in metric.programs {
+                    detach_program(&mut ebpf, p);
+                }
+                // The verifier's log spans lines; a notice is one line.
+                let reason = format!("{e:#}");
+                let reason = reason.lines().next().unwrap_or("").trim_end_matches(':');
+                attach_failures.push((metric.id, reason.to_string()));
+            }
+        }
+    }
+    plan.enabled = enabled;
+    Ok(Probes {
+        ebpf,
+        plan,
+        attach_failures,
+        logger,
+        oom,
+        oom_victims: Vec::new(),
+    })
+}
+
+/// Unloads a program and detaches all its links (best effort).
+fn detach_program(ebpf: &mut Ebpf, p: &Program) {
+    use aya::programs::Program as P;
+    let _ = match ebpf.program_mut(p.name) {
+        Some(P::TracePoint(tp)) => tp.unload(),
+        Some(P::BtfTracePoint(tp)) => tp.unload(),
+        Some(P::PerfEvent(pe)) => pe.unload(),
+        _ => Ok(()),
+    };
+}
+
+fn attach_program(
+    ebpf: &mut Ebpf,
+    p: &Program,
+    events: &[(&'static str, &'static str)],
+    btf: &mut Option<Btf>,
+) -> Result<()> {
+    let prog = ebpf
+        .program_mut(p.name)
+        .ok_or_else(|| anyhow!("program {} is not in the eBPF object", p.name))?;
+    let what = || format!("{} ({})", p.name, p.hook.describe());
+    match p.hook {
+        Hook::Tracepoint { system, .. } => {
+            let event = events
+                .iter()
+                .find(|(name, _)| *name == p.name)
+                .map(|(_, e)| *e)
+                .ok_or_else(|| anyhow!("no tracepoint resolved for {}", p.name))?;
+            let tp: &mut TracePoint = prog.try_into()?;
+            tp.load().with_context(|| format!("loading {}", what()))?;
+            tp.attach(system, event)
+                .with_context(|| format!("attaching {}", what()))?;
+        }
+        Hook::BtfTracepoint { event, .. } => {
+            if btf.is_none() {
+                *btf = Some(Btf::from_sys_fs().context("reading kernel BTF")?);
+            }
+            let btf = btf.as_ref().ok_or_else(|| anyhow!("no kernel BTF"))?;
+            let tp: &mut BtfTracePoint = prog.try_into()?;
+            tp.load(event, btf)
+                .with_context(|| format!("loading {}", what()))?;
+            tp.attach()
+                .with_context(|| format!("attaching {}", what()))?;
+        }
+        Hook::PerfSoftware(event) => {
+            let pe: &mut PerfEvent = prog.try_into()?;
+            pe.load().with_context(|| format!("loading {}", what()))?;
+            let cpus = online_cpus().map_err(|(path, e)| anyhow!("reading {path}: {e}"))?;
+            for cpu in cpus {
+                pe.attach(
+                    PerfEventConfig::Software(event),
+                    PerfEventScope::AllProcessesOneCpu { cpu },
+                    SamplePolicy::Period(1),
+                    false,
+                )
+                .with_context(|| format!("attaching {} on CPU {cpu}", what()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use vmtrace_common::names;
+
+    use super::*;
+
+    /// The catalogue and the shared names are the only link between the
+    /// two crates: a renamed program, map or global fails here, not at
+    /// load time on a user's machine.
+    #[test]
+    fn the_embedded_object_has_every_program_map_and_global_named() {
+        let obj = aya_obj::Object::parse(OBJECT).expect("the embedded object parses");
+        assert!(obj.programs.len() >= 20, "{} programs", obj.programs.len());
+        let mut missing = Vec::new();
+        for metric in CATALOGUE {
+            for p in metric.programs {
+                if !obj.programs.contains_key(p.name) {
+                    missing.push(format!("program {} ({})", p.name, metric.id));
+                }
+            }
+        }
+        for map in names::MAPS {
+            if !obj.maps.contains_key(*map) {
+                missing.push(format!("map {map}"));
+            }
+        }
+        for global in names::GLOBALS {
+            let symbol = [b"\0", global.as_bytes(), b"\0"].concat();
+            if !OBJECT.windows(symbol.len()).any(|w| w == symbol) {
+                missing.push(format!("global {global}"));
+            }
+        }
+        assert!(missing.is_empty(), "not in the eBPF object: {missing:?}");
+        // And no program in the object that the catalogue does not attach.
+        let catalogued: Vec<&str> = CATALOGUE
+            .iter()
+            .flat_map(|m| m.programs.iter().map(|p| p.name))
+            .collect();
+        let mut orphans: Vec<&String> = obj
+            .programs
+            .keys()
+            .filter(|k| !catalogued.contains(&k.as_str()))
+            .collect();
+        orphans.sort();
+        assert!(
+            orphans.is_empty(),
+            "programs no metric attaches: {orphans:?}"
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! The signals vmtrace measures and the eBPF programs behind them:
+//! `catalogue` (what each metric needs), `plan` (what this kernel can
+//! run, pure), `load` (loading and attaching, and the running programs).
+
+mod catalogue;
+mod load;
+mod plan;
+
+pub use catalogue::{CATALOGUE, FieldUse, Hook, KernelTypes, MemberUse, Metric, OptIn, Program};
+pub use load::{Layout, Probes, ProgramStats, attach};
+pub use plan::{Listed, Plan, listing, plan};
