@@ -7,6 +7,34 @@ use serde_json::Value;
 
 use crate::model::recording::Recording;
 
+/// Rows to CSV text: the `csv` crate's writer (quotes a field only when
+/// it holds a comma, a quote or a line break), `\n` line ends.
+struct Rows(csv::Writer<Vec<u8>>);
+
+impl Rows {
+    fn new() -> Rows {
+        Rows(
+            csv::WriterBuilder::new()
+                .terminator(csv::Terminator::Any(b'\n'))
+                .from_writer(Vec::new()),
+        )
+    }
+
+    fn row<I, T>(&mut self, fields: I)
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<[u8]>,
+    {
+        // Writing to a Vec cannot fail.
+        let _ = self.0.write_record(fields);
+    }
+
+    fn finish(self) -> String {
+        let bytes = self.0.into_inner().unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
 /// Identifying fields of table rows, used to name a row in a metric path
 /// (`lru_shrink_inactive[0/memcg/anon].nr_scanned`) instead of its index.
 const ROW_KEYS: &[&str] = &[
@@ -25,7 +53,8 @@ const ROW_KEYS: &[&str] = &[
 const SKIPPED: &[&str] = &["timeline", "buckets", "hdr", "memory_stat"];
 
 pub fn metrics(rec: &Recording) -> String {
-    let mut o = String::from("run,label,kernel,metric,value\n");
+    let mut o = Rows::new();
+    o.row(["run", "label", "kernel", "metric", "value"]);
     for (i, run) in rec.runs.iter().enumerate() {
         let Ok(v) = serde_json::to_value(&run.report) else {
             continue;
@@ -33,17 +62,16 @@ pub fn metrics(rec: &Recording) -> String {
         let mut rows = Vec::new();
         flatten("", &v, &mut rows);
         for (metric, value) in rows {
-            o.push_str(&format!(
-                "{},{},{},{},{}\n",
-                i + 1,
-                field(&run.label),
-                field(&rec.environment.kernel_release),
-                field(&metric),
-                field(&value)
-            ));
+            o.row([
+                (i + 1).to_string().as_str(),
+                &run.label,
+                &rec.environment.kernel_release,
+                &metric,
+                &value,
+            ]);
         }
     }
-    o
+    o.finish()
 }
 
 /// Numbers (and booleans) of a JSON tree as (path, value) rows.
@@ -88,15 +116,6 @@ fn row_key(item: &Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// A CSV field, quoted when it needs to be.
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The time series: counters cumulative since the run started, so rates
 /// are differences between rows; free pages per populated zone.
 pub fn series(rec: &Recording) -> String {
@@ -113,56 +132,77 @@ pub fn series(rec: &Recording) -> String {
             }
         }
     }
-    let mut o = String::from(
-        "run,label,t_s,pgfault,pgmajfault,pgscan,pgsteal,pswpin,pswpout,allocstall,\
-         direct_reclaims,direct_stall_ns,memcg_reclaims,memcg_stall_ns,\
-         major_faults_target,swap_out_folios,kswapd_rounds,psi_some_us,psi_full_us,box_bytes",
-    );
+    let mut header: Vec<String> = SERIES_COLUMNS.iter().map(|c| c.to_string()).collect();
     for (node, zone) in &zones {
-        o.push_str(&format!(
-            ",free_pages_{node}_{zone},low_pages_{node}_{zone}"
-        ));
+        header.push(format!("free_pages_{node}_{zone}"));
+        header.push(format!("low_pages_{node}_{zone}"));
     }
-    o.push('\n');
+    let mut o = Rows::new();
+    o.row(&header);
     let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
     for (i, run) in rec.runs.iter().enumerate() {
         for s in &run.report.timeline {
-            o.push_str(&format!(
-                "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                i + 1,
-                field(&run.label),
-                s.t_s,
-                s.pgfault,
-                s.pgmajfault,
-                s.pgscan,
-                s.pgsteal,
-                s.pswpin,
-                s.pswpout,
-                s.allocstall,
-                s.direct_reclaims,
-                s.direct_stall_ns,
-                s.memcg_reclaims,
-                s.memcg_stall_ns,
-                s.major_faults_target,
-                s.swap_out_folios,
-                s.kswapd_rounds,
-                opt(s.psi.map(|p| p.some_us)),
-                opt(s.psi.map(|p| p.full_us)),
-                opt(s.box_bytes),
-            ));
+            let mut row = vec![
+                (i + 1).to_string(),
+                run.label.clone(),
+                format!("{:.3}", s.t_s),
+            ];
+            row.extend(
+                [
+                    s.pgfault,
+                    s.pgmajfault,
+                    s.pgscan,
+                    s.pgsteal,
+                    s.pswpin,
+                    s.pswpout,
+                    s.allocstall,
+                    s.direct_reclaims,
+                    s.direct_stall_ns,
+                    s.memcg_reclaims,
+                    s.memcg_stall_ns,
+                    s.major_faults_target,
+                    s.swap_out_folios,
+                    s.kswapd_rounds,
+                ]
+                .map(|v| v.to_string()),
+            );
+            row.push(opt(s.psi.map(|p| p.some_us)));
+            row.push(opt(s.psi.map(|p| p.full_us)));
+            row.push(opt(s.box_bytes));
             for (node, zone) in &zones {
                 let z = s.zones.iter().find(|z| z.node == *node && z.zone == *zone);
-                o.push_str(&format!(
-                    ",{},{}",
-                    opt(z.map(|z| z.free)),
-                    opt(z.map(|z| z.low))
-                ));
+                row.push(opt(z.map(|z| z.free)));
+                row.push(opt(z.map(|z| z.low)));
             }
-            o.push('\n');
+            o.row(&row);
         }
     }
-    o
+    o.finish()
 }
+
+/// The series' fixed columns, in order (zone columns follow).
+const SERIES_COLUMNS: &[&str] = &[
+    "run",
+    "label",
+    "t_s",
+    "pgfault",
+    "pgmajfault",
+    "pgscan",
+    "pgsteal",
+    "pswpin",
+    "pswpout",
+    "allocstall",
+    "direct_reclaims",
+    "direct_stall_ns",
+    "memcg_reclaims",
+    "memcg_stall_ns",
+    "major_faults_target",
+    "swap_out_folios",
+    "kswapd_rounds",
+    "psi_some_us",
+    "psi_full_us",
+    "box_bytes",
+];
 
 #[cfg(test)]
 mod tests {
@@ -191,7 +231,8 @@ mod tests {
                 "usage.wall_s=1.5",
             ]
         );
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("x\"y"), "\"x\"\"y\"");
+        let mut o = Rows::new();
+        o.row(["a,b", "x\"y", "plain", ""]);
+        assert_eq!(o.finish(), "\"a,b\",\"x\"\"y\",plain,\n");
     }
 }
