@@ -35,6 +35,46 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     let stalls = memcg["stalls"]["count"].as_u64().expect("memcg stalls");
     assert!(stalls > 0, "no memcg reclaim seen: {memcg:#}");
 
+    delay_accounting_agrees_with_ebpf(&r, &delayacct_before);
+    let pgscan = lru_totals_match_vmstat(&r, &before, &after);
+    major_faults_match_vmstat_and_rusage(&r, &before, &after);
+    swap_out_and_io_match_vmstat(&r, &before, &after);
+    nothing_was_lost(&r);
+    the_hog_stalled_most(&r, stalls);
+    // memcg reclaim runs the memcg-aware shrinkers: timed, every call.
+    let slab = &r["slab_shrink"]["calls"];
+    assert!(slab["count"].as_u64().unwrap_or(0) > 0, "{slab:#}");
+    assert!(slab["p50_ns"].as_u64().unwrap_or(0) > 0, "{slab:#}");
+    // LRU isolation of the inactive lists is what vmstat counts as pgscan
+    // (the active lists' pgrefill leaves out memcg reclaim: see the
+    // kswapd test for that one).
+    let iso_inactive = isolate_scanned(&r, &[0, 2]);
+    eprintln!("isolate inactive {iso_inactive} vs pgscan {pgscan}");
+    assert!(
+        within(iso_inactive, pgscan, 0.01),
+        "{iso_inactive} vs {pgscan}"
+    );
+    timeline_ends_at_the_totals(&r, stalls, pgscan);
+    // Throttling and compaction are reported (zero or not) when available.
+    assert!(
+        r["throttle"]["delays"]["count"].is_u64(),
+        "{:#}",
+        r["throttle"]
+    );
+    assert!(
+        r["compaction"]["all_tasks"].is_u64(),
+        "{:#}",
+        r["compaction"]
+    );
+}
+
+/// /proc/vmstat, as `vmstat()` reads it.
+type Counters = std::collections::BTreeMap<String, u64>;
+
+/// The kernel's own delay accounting agrees with the eBPF stall time, and
+/// kernel.task_delayacct is back as it was (`delayacct_before`).
+fn delay_accounting_agrees_with_ebpf(r: &Value, delayacct_before: &str) {
+    let memcg = &r["memcg_reclaim"];
     // The kernel's own delay accounting agrees with the eBPF stall time
     // (it times the same reclaim calls from inside), and vmtrace put
     // kernel.task_delayacct back as it found it.
@@ -54,7 +94,13 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         delayacct_before.trim()
     );
     assert!(memcg["stalls"]["p50_ns"].as_u64().unwrap_or(0) > 0);
+}
 
+/// The LRU shrink totals equal vmstat's pgscan and pgsteal (or the box's
+/// memory.stat), and the memcg context's share is the memcg reclaim's own.
+/// Returns pgscan.
+fn lru_totals_match_vmstat(r: &Value, before: &Counters, after: &Counters) -> u64 {
+    let memcg = &r["memcg_reclaim"];
     let rows = r["lru_shrink_inactive"].as_array().expect("lru rows");
     let sum = |key: &str| {
         rows.iter()
@@ -62,8 +108,8 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
             .sum::<u64>()
     };
     let (scanned, reclaimed) = (sum("nr_scanned"), sum("nr_reclaimed"));
-    let pgscan = delta(&before, &after, &["pgscan_anon", "pgscan_file"]);
-    let pgsteal = delta(&before, &after, &["pgsteal_anon", "pgsteal_file"]);
+    let pgscan = delta(before, after, &["pgscan_anon", "pgscan_file"]);
+    let pgsteal = delta(before, after, &["pgsteal_anon", "pgsteal_file"]);
     eprintln!(
         "lru scanned {scanned} vs pgscan {pgscan}; reclaimed {reclaimed} vs pgsteal {pgsteal}"
     );
@@ -98,9 +144,13 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         within(memcg_lru, memcg_pages, 0.01),
         "lru memcg {memcg_lru} vs end {memcg_pages}"
     );
+    pgscan
+}
 
+/// Major faults: all of them against vmstat, the target's against rusage.
+fn major_faults_match_vmstat_and_rusage(r: &Value, before: &Counters, after: &Counters) {
     let major_all = r["faults"]["major_all"].as_u64().expect("major_all");
-    let pgmajfault = delta(&before, &after, &["pgmajfault"]);
+    let pgmajfault = delta(before, after, &["pgmajfault"]);
     eprintln!("major faults: vmtrace {major_all}, vmstat {pgmajfault}");
     assert!(
         major_all > 1000,
@@ -117,9 +167,13 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         within(major_target, rusage_major, 0.01),
         "{major_target} vs {rusage_major}"
     );
+}
+
+/// Swap-outs and the swap device's I/O against pswpout and pswpin.
+fn swap_out_and_io_match_vmstat(r: &Value, before: &Counters, after: &Counters) {
     // Swap really happened, in the kernel's own words, and vmtrace saw
     // the same swap-outs (folios are single pages here: THP is madvise).
-    let pswpout = delta(&before, &after, &["pswpout"]);
+    let pswpout = delta(before, after, &["pswpout"]);
     assert!(pswpout > 10_000, "{pswpout}");
     let anon_out = r["swap_out"]["anon_folios"].as_u64().expect("swap_out");
     eprintln!("swap-out: vmtrace {anon_out} folios, pswpout {pswpout}");
@@ -139,7 +193,7 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         io["write_bytes"].as_u64().unwrap_or(0),
         io["read_bytes"].as_u64().unwrap_or(0),
     );
-    let pswpin = delta(&before, &after, &["pswpin"]);
+    let pswpin = delta(before, after, &["pswpin"]);
     eprintln!(
         "swap I/O: wrote {} pages vs pswpout {pswpout}, read {} vs pswpin {pswpin}",
         wrote / page,
@@ -154,8 +208,10 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         "{read} B vs {pswpin} pages"
     );
     assert!(io["write"]["p50_ns"].as_u64().unwrap_or(0) > 0, "{io:#}");
+}
 
-    // Nothing was lost: no program skipped by the kernel, no map full.
+/// No program skipped by the kernel, no map full.
+fn nothing_was_lost(r: &Value) {
     let dropped = &r["dropped"];
     assert_eq!(
         dropped["program_misses"],
@@ -170,7 +226,12 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     ] {
         assert_eq!(dropped[key], 0, "{dropped:#}");
     }
+}
 
+/// The hog stalled most; every memcg stall has an order, every inactive
+/// shrink a priority.
+fn the_hog_stalled_most(r: &Value, stalls: u64) {
+    let rows = r["lru_shrink_inactive"].as_array().expect("lru rows");
     // The hog is the process that stalled most, and it is the target.
     let top = &r["top_stallers"][0];
     assert_eq!(top["comm"], "memhog", "{:#}", r["top_stallers"]);
@@ -202,19 +263,11 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
         .map(|row| row["events"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(prio_total, events);
-    // memcg reclaim runs the memcg-aware shrinkers: timed, every call.
-    let slab = &r["slab_shrink"]["calls"];
-    assert!(slab["count"].as_u64().unwrap_or(0) > 0, "{slab:#}");
-    assert!(slab["p50_ns"].as_u64().unwrap_or(0) > 0, "{slab:#}");
-    // LRU isolation of the inactive lists is what vmstat counts as pgscan
-    // (the active lists' pgrefill leaves out memcg reclaim: see the
-    // kswapd test for that one).
-    let iso_inactive = isolate_scanned(&r, &[0, 2]);
-    eprintln!("isolate inactive {iso_inactive} vs pgscan {pgscan}");
-    assert!(
-        within(iso_inactive, pgscan, 0.01),
-        "{iso_inactive} vs {pgscan}"
-    );
+}
+
+/// A snapshot per second, counters never going back, ending at the run's
+/// totals; the zones named.
+fn timeline_ends_at_the_totals(r: &Value, stalls: u64, pgscan: u64) {
     // The time line: a snapshot per second, counters never going back,
     // ending where the run's totals end.
     let tl = r["timeline"].as_array().expect("timeline");
@@ -238,17 +291,6 @@ fn memcg_reclaim_and_faults_match_the_kernels_counters() {
     assert!(last["zones"].as_array().is_some_and(|z| z.len() >= 3));
     let zones = r["zones"].as_array().expect("zones");
     assert!(zones.iter().any(|z| z["zone"] == "Normal"), "{zones:?}");
-    // Throttling and compaction are reported (zero or not) when available.
-    assert!(
-        r["throttle"]["delays"]["count"].is_u64(),
-        "{:#}",
-        r["throttle"]
-    );
-    assert!(
-        r["compaction"]["all_tasks"].is_u64(),
-        "{:#}",
-        r["compaction"]
-    );
 }
 
 /// Global pressure, bounded: a hog half a GiB larger than the free memory
@@ -284,37 +326,7 @@ fn kswapd_under_global_pressure_matches_vmstat() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let k = &r["kswapd"];
-    let rounds: u64 = k["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["wakes"].as_u64().unwrap_or(0))
-        .sum();
-    let pageoutrun = delta(&before, &after, &["pageoutrun"]);
-    eprintln!("kswapd rounds: vmtrace {rounds}, pageoutrun {pageoutrun}");
-    assert!(rounds > 0, "{k:#}");
-    assert!(within(rounds, pageoutrun, 0.05), "{rounds} vs {pageoutrun}");
-    let wakeups: u64 = k["wakeups"]
-        .as_array()
-        .expect("wakeups")
-        .iter()
-        .map(|w| w["count"].as_u64().unwrap_or(0))
-        .sum();
-    assert!(wakeups > 0, "{k:#}");
-    let by_order: u64 = k["wakeup_orders"]
-        .as_array()
-        .expect("wakeup_orders")
-        .iter()
-        .map(|n| n.as_u64().unwrap_or(0))
-        .sum();
-    assert_eq!(by_order, wakeups, "{k:#}");
-    assert!(
-        k["wakers"]
-            .as_array()
-            .is_some_and(|w| w.iter().any(|w| w["name"] == "memhog")),
-        "{k:#}"
-    );
+    kswapd_rounds_and_wakeups_match(&r, &before, &after);
 
     // kswapd's share of the LRU scanning equals vmstat's pgscan_kswapd.
     let rows = r["lru_shrink_inactive"].as_array().expect("lru");
@@ -357,6 +369,42 @@ fn kswapd_under_global_pressure_matches_vmstat() {
     assert!(
         within(direct, pgscan_direct, 0.01),
         "{direct} vs {pgscan_direct}"
+    );
+}
+
+/// kswapd's rounds are vmstat's pageoutrun; its wakeups add up by order,
+/// and the hog is among the wakers.
+fn kswapd_rounds_and_wakeups_match(r: &Value, before: &Counters, after: &Counters) {
+    let k = &r["kswapd"];
+    let rounds: u64 = k["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["wakes"].as_u64().unwrap_or(0))
+        .sum();
+    let pageoutrun = delta(before, after, &["pageoutrun"]);
+    eprintln!("kswapd rounds: vmtrace {rounds}, pageoutrun {pageoutrun}");
+    assert!(rounds > 0, "{k:#}");
+    assert!(within(rounds, pageoutrun, 0.05), "{rounds} vs {pageoutrun}");
+    let wakeups: u64 = k["wakeups"]
+        .as_array()
+        .expect("wakeups")
+        .iter()
+        .map(|w| w["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(wakeups > 0, "{k:#}");
+    let by_order: u64 = k["wakeup_orders"]
+        .as_array()
+        .expect("wakeup_orders")
+        .iter()
+        .map(|n| n.as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(by_order, wakeups, "{k:#}");
+    assert!(
+        k["wakers"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["name"] == "memhog")),
+        "{k:#}"
     );
 }
 
