@@ -3,7 +3,8 @@
 //! SIGKILL left is removed by the next one.
 
 use std::{
-    process::{Output, Stdio},
+    path::Path,
+    process::{Child, Output, Stdio},
     time::{Duration, Instant},
 };
 
@@ -198,116 +199,140 @@ fn signals_held_or_caught(pid: i32) -> bool {
 fn signals_at_every_stage_leave_nothing_and_keep_the_run() {
     let _g = guard();
     let dir = fresh_scratch("signals");
-    let start = |file: &str, cmd: &[&str]| {
-        vmtrace(&[
-            "run",
-            "--progress",
-            "none",
-            "--mem",
-            "64M",
-            "--swap",
-            "256M",
-        ])
-        .args(["-o", file, "--"])
-        .args(cmd)
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start vmtrace")
-    };
-    let check = |out: &Output, file: &str, what: &str| {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let recorded = dir.join(file).is_file();
-        if recorded {
-            let rec = recording(&dir.join(file));
-            assert!(rec["runs"][0]["report"].is_object(), "{what}: {rec}");
-        } else {
-            assert!(
-                err.contains("interrupted before the command started"),
-                "{what}: neither a recording nor a reason: {err}"
-            );
-        }
-        let left = Leftovers::find();
-        assert!(left.is_empty(), "{what}: left {left:?}");
-        recorded
-    };
     for (sig, name) in [
         (libc::SIGINT, "INT"),
         (libc::SIGTERM, "TERM"),
         (libc::SIGHUP, "HUP"),
     ] {
-        // Setup: as soon as the swapfile exists (before the probes are
-        // attached and the command starts).
-        let file = format!("setup-{name}.json");
-        let child = start(&file, &["sleep", "30"]);
-        let t = Instant::now();
-        while !Leftovers::find().iter().any(|p| p.ends_with(".swap")) {
-            assert!(t.elapsed() < Duration::from_secs(20), "no swapfile");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let out = child.wait_with_output().expect("wait");
-        assert!(
-            t.elapsed() < Duration::from_secs(25),
-            "SIG{name} in setup ignored"
-        );
-        check(&out, &file, &format!("SIG{name} during setup"));
-
-        // Running: the command gets the signal, the run is recorded.
-        let file = format!("run-{name}.json");
-        let child = start(&file, &["sleep", "30"]);
-        let t = Instant::now();
-        while !Leftovers::find().iter().any(|p| p.contains("unified")) {
-            assert!(t.elapsed() < Duration::from_secs(20), "no box");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_secs(2));
-        // SAFETY: as above.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let out = child.wait_with_output().expect("wait");
-        assert_eq!(
-            out.status.code(),
-            Some(128 + sig),
-            "SIG{name} while running"
-        );
-        assert!(check(&out, &file, &format!("SIG{name} while running")));
-        let rec = recording(&dir.join(&file));
-        assert_eq!(rec["complete"], false);
-        assert_eq!(rec["runs"][0]["report"]["exit"]["signal"], sig);
-
-        // A storm, from start to end: a short command, signalled every
-        // few ms, so that some land while vmtrace writes its results.
-        let file = format!("storm-{name}.json");
-        let child = start(&file, &["sleep", "0.3"]);
-        let pid = child.id() as i32;
-        // From vmtrace's first instruction on (a signal before a program
-        // reaches main kills any program): the signals are blocked there
-        // until they are caught.
-        let t = Instant::now();
-        while !signals_held_or_caught(pid) {
-            assert!(
-                t.elapsed() < Duration::from_secs(5),
-                "vmtrace never started"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let storm = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    // SAFETY: as above (the pid is ours until reaped below).
-                    unsafe { libc::kill(pid, sig) };
-                    std::thread::sleep(Duration::from_millis(3));
-                }
-            })
-        };
-        let out = child.wait_with_output();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = storm.join();
-        let out = out.expect("wait");
-        check(&out, &file, &format!("a storm of SIG{name}"));
+        signal_during_setup(&dir, sig, name);
+        signal_while_running(&dir, sig, name);
+        signal_storm(&dir, sig, name);
     }
+}
+
+/// `vmtrace run -o FILE -- CMD` in a small box, in `dir`, output piped.
+fn start_in(dir: &Path, file: &str, cmd: &[&str]) -> Child {
+    vmtrace(&[
+        "run",
+        "--progress",
+        "none",
+        "--mem",
+        "64M",
+        "--swap",
+        "256M",
+    ])
+    .args(["-o", file, "--"])
+    .args(cmd)
+    .current_dir(dir)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start vmtrace")
+}
+
+/// vmtrace ended with either the run recorded in `dir/file` or a one-line
+/// reason, and left nothing behind; returns whether it recorded the run.
+fn check_in(dir: &Path, out: &Output, file: &str, what: &str) -> bool {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let recorded = dir.join(file).is_file();
+    if recorded {
+        let rec = recording(&dir.join(file));
+        assert!(rec["runs"][0]["report"].is_object(), "{what}: {rec}");
+    } else {
+        assert!(
+            err.contains("interrupted before the command started"),
+            "{what}: neither a recording nor a reason: {err}"
+        );
+    }
+    let left = Leftovers::find();
+    assert!(left.is_empty(), "{what}: left {left:?}");
+    recorded
+}
+
+/// Signal `sig` while the box is being set up.
+fn signal_during_setup(dir: &Path, sig: i32, name: &str) {
+    // Setup: as soon as the swapfile exists (before the probes are
+    // attached and the command starts).
+    let file = format!("setup-{name}.json");
+    let child = start_in(dir, &file, &["sleep", "30"]);
+    let t = Instant::now();
+    while !Leftovers::find().iter().any(|p| p.ends_with(".swap")) {
+        assert!(t.elapsed() < Duration::from_secs(20), "no swapfile");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        t.elapsed() < Duration::from_secs(25),
+        "SIG{name} in setup ignored"
+    );
+    check_in(dir, &out, &file, &format!("SIG{name} during setup"));
+}
+
+/// Signal `sig` while the command runs.
+fn signal_while_running(dir: &Path, sig: i32, name: &str) {
+    // Running: the command gets the signal, the run is recorded.
+    let file = format!("run-{name}.json");
+    let child = start_in(dir, &file, &["sleep", "30"]);
+    let t = Instant::now();
+    while !Leftovers::find().iter().any(|p| p.contains("unified")) {
+        assert!(t.elapsed() < Duration::from_secs(20), "no box");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(128 + sig),
+        "SIG{name} while running"
+    );
+    assert!(check_in(
+        dir,
+        &out,
+        &file,
+        &format!("SIG{name} while running")
+    ));
+    let rec = recording(&dir.join(&file));
+    assert_eq!(rec["complete"], false);
+    assert_eq!(rec["runs"][0]["report"]["exit"]["signal"], sig);
+}
+
+/// A storm of `sig` from vmtrace's start to its end.
+fn signal_storm(dir: &Path, sig: i32, name: &str) {
+    // A storm, from start to end: a short command, signalled every
+    // few ms, so that some land while vmtrace writes its results.
+    let file = format!("storm-{name}.json");
+    let child = start_in(dir, &file, &["sleep", "0.3"]);
+    let pid = child.id() as i32;
+    // From vmtrace's first instruction on (a signal before a program
+    // reaches main kills any program): the signals are blocked there
+    // until they are caught.
+    let t = Instant::now();
+    while !signals_held_or_caught(pid) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "vmtrace never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let storm = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: signalling our own child (the pid is ours until reaped
+                // below).
+                unsafe { libc::kill(pid, sig) };
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        })
+    };
+    let out = child.wait_with_output();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = storm.join();
+    let out = out.expect("wait");
+    check_in(dir, &out, &file, &format!("a storm of SIG{name}"));
 }
