@@ -80,33 +80,7 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(page_cluster(), before);
 
-    // Rounds of A (pc 3), B (pc 0), A' (pc 3): three, then more (up to
-    // six) while A against B is not yet significant. On a quiet machine
-    // three suffice; a compile next door once added 2.5 s of run-queue
-    // waits to one B run (p = 0.19 after three rounds). The A/A verdict
-    // is not used to stop, so its false-alarm rate stays 5%.
-    let (mut a, mut b, mut a2) = (Vec::new(), Vec::new(), Vec::new());
-    let mut done = [0, 0, 0];
-    for round in 0..6 {
-        for (k, (pc, group)) in [("3", &mut a), ("0", &mut b), ("3", &mut a2)]
-            .into_iter()
-            .enumerate()
-        {
-            let (path, ok) = qsbench_run(&dir, pc, &format!("g{k}-r{round}.vmtrace.json"));
-            group.push(path);
-            done[k] += usize::from(ok);
-        }
-        if done.iter().all(|&n| n >= 3) {
-            let c = json_of(&compare_cmd(&a, &b, true).output().expect("compare"));
-            if c["versus"][0]["verdict"] == "slower" {
-                break;
-            }
-        }
-    }
-    assert!(
-        done.iter().all(|&n| n >= 2),
-        "completed runs per group {done:?}"
-    );
+    let (a, b, a2) = interleaved_rounds(&dir);
 
     let c = json_of(&compare_cmd(&a, &b, true).output().expect("compare"));
     let svg = dir.join("ab.svg");
@@ -135,10 +109,49 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
     assert!(per_read["groups"][0]["mean"].as_f64().unwrap_or(0.0) > 2.0);
     assert!(per_read["groups"][1]["mean"].as_f64().unwrap_or(9.0) < 1.2);
 
+    a_against_a_is_within_noise(&dir, &a, &a2);
+    assert_eq!(page_cluster(), before);
+}
+
+/// The recordings of groups A, B and A', run in interleaved rounds.
+fn interleaved_rounds(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
+    // Rounds of A (pc 3), B (pc 0), A' (pc 3): three, then more (up to
+    // six) while A against B is not yet significant. On a quiet machine
+    // three suffice; a compile next door once added 2.5 s of run-queue
+    // waits to one B run (p = 0.19 after three rounds). The A/A verdict
+    // is not used to stop, so its false-alarm rate stays 5%.
+    let (mut a, mut b, mut a2) = (Vec::new(), Vec::new(), Vec::new());
+    let mut done = [0, 0, 0];
+    for round in 0..6 {
+        for (k, (pc, group)) in [("3", &mut a), ("0", &mut b), ("3", &mut a2)]
+            .into_iter()
+            .enumerate()
+        {
+            let (path, ok) = qsbench_run(dir, pc, &format!("g{k}-r{round}.vmtrace.json"));
+            group.push(path);
+            done[k] += usize::from(ok);
+        }
+        if done.iter().all(|&n| n >= 3) {
+            let c = json_of(&compare_cmd(&a, &b, true).output().expect("compare"));
+            if c["versus"][0]["verdict"] == "slower" {
+                break;
+            }
+        }
+    }
+    assert!(
+        done.iter().all(|&n| n >= 2),
+        "completed runs per group {done:?}"
+    );
+    (a, b, a2)
+}
+
+/// A against A' (the same configuration) is within noise, or else a fresh
+/// interleaved pair is.
+fn a_against_a_is_within_noise(dir: &Path, a: &[PathBuf], a2: &[PathBuf]) {
     // A/A: at p < 0.05 one comparison of equal groups in 20 is a false
     // alarm by design. If this one is, a fresh interleaved pair must not
     // be (both false: 1 in 400).
-    let mut pair = (a.clone(), a2.clone());
+    let mut pair = (a.to_vec(), a2.to_vec());
     for attempt in 0..2 {
         let aa = json_of(
             &compare_cmd(&pair.0, &pair.1, true)
@@ -158,9 +171,8 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
         pair = (Vec::new(), Vec::new());
         for round in 0..3 {
             for (k, group) in [&mut pair.0, &mut pair.1].into_iter().enumerate() {
-                group.push(qsbench_run(&dir, "3", &format!("aa{k}-r{round}.vmtrace.json")).0);
+                group.push(qsbench_run(dir, "3", &format!("aa{k}-r{round}.vmtrace.json")).0);
             }
         }
     }
-    assert_eq!(page_cluster(), before);
 }
