@@ -1,0 +1,263 @@
+//! What every kernel test shares: the vmtrace binary and the bundled
+//! memory hog, /proc/vmstat deltas, the guard that finds (and removes)
+//! whatever a run left behind, scratch directories, running vmtrace and
+//! reading its JSON reports and recordings, and a few readings of the
+//! kernel's state (sysctls, BPF objects).
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+pub const VMTRACE: &str = env!("CARGO_BIN_EXE_vmtrace");
+
+/// The bundled memory hog, built beside vmtrace (`cargo xtask test` builds
+/// it; VMTRACE_MEMHOG overrides).
+pub fn memhog() -> PathBuf {
+    if let Some(p) = std::env::var_os("VMTRACE_MEMHOG") {
+        return PathBuf::from(p);
+    }
+    let dir = Path::new(VMTRACE).parent().expect("bin dir");
+    let p = dir.join("memhog");
+    assert!(
+        p.is_file(),
+        "{} is missing: build it with `cargo build --release -p vmtrace-workloads` \
+         (cargo xtask test does)",
+        p.display()
+    );
+    p
+}
+
+pub fn vmstat() -> std::collections::BTreeMap<String, u64> {
+    std::fs::read_to_string("/proc/vmstat")
+        .expect("read /proc/vmstat")
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+pub fn delta(
+    before: &std::collections::BTreeMap<String, u64>,
+    after: &std::collections::BTreeMap<String, u64>,
+    keys: &[&str],
+) -> u64 {
+    keys.iter()
+        .map(|k| after.get(*k).copied().unwrap_or(0) - before.get(*k).copied().unwrap_or(0))
+        .sum()
+}
+
+/// Everything vmtrace creates is named vmtrace-<pid>. After a test, none
+/// may be left; if some are (the test failed mid-way), remove them so the
+/// next test starts clean, then fail.
+pub struct Leftovers;
+
+impl Leftovers {
+    pub fn find() -> Vec<String> {
+        let mut found = Vec::new();
+        for root in [
+            "/sys/fs/cgroup",
+            "/sys/fs/cgroup/memory",
+            "/sys/fs/cgroup/unified",
+        ] {
+            if let Ok(rd) = std::fs::read_dir(root) {
+                for e in rd.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("vmtrace-") {
+                        found.push(format!("{root}/{name}"));
+                    }
+                }
+            }
+        }
+        let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+        for line in swaps.lines().skip(1) {
+            if line.contains("vmtrace-") {
+                found.push(line.split_whitespace().next().unwrap_or("").to_string());
+            }
+        }
+        if let Ok(rd) = std::fs::read_dir("/var/tmp") {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("vmtrace-") && name.ends_with(".swap") {
+                    found.push(format!("/var/tmp/{name}"));
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        found
+    }
+
+    /// Removes them, killing what still runs in a cgroup first (a test
+    /// that failed half-way may leave its command running), so that one
+    /// failure does not fail every test after it.
+    fn remove(paths: &[String]) {
+        for p in paths {
+            let procs = Path::new(p).join("cgroup.procs");
+            if procs.is_file() {
+                let start = Instant::now();
+                loop {
+                    let pids = std::fs::read_to_string(&procs).unwrap_or_default();
+                    if pids.trim().is_empty() || start.elapsed() > Duration::from_secs(5) {
+                        break;
+                    }
+                    for pid in pids
+                        .split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok())
+                    {
+                        // SAFETY: killing a leftover test process.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        for p in paths {
+            let _ = Command::new("swapoff").arg(p).status();
+            let _ = std::fs::remove_file(p);
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        let left = Leftovers::find();
+        if !left.is_empty() {
+            Leftovers::remove(&left);
+            if !std::thread::panicking() {
+                panic!("vmtrace left these behind: {left:?}");
+            }
+        }
+    }
+}
+
+pub fn guard() -> Leftovers {
+    let before = Leftovers::find();
+    assert!(
+        before.is_empty(),
+        "leftovers from an earlier run: {before:?}"
+    );
+    Leftovers
+}
+
+/// Where vmtrace runs in the tests: recordings land here, not in the tree.
+pub fn scratch() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-tests");
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// An empty directory of its own under `scratch()`.
+pub fn fresh_scratch(name: &str) -> PathBuf {
+    let dir = scratch().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+pub fn vmtrace(args: &[&str]) -> Command {
+    let mut c = Command::new(VMTRACE);
+    // Run as whoever runs the tests (root), even under sudo: the
+    // commands run as sudo's invoker otherwise (tested apart).
+    c.args(args)
+        .env("RUST_LOG", "warn")
+        .env_remove("SUDO_UID")
+        .env_remove("SUDO_GID")
+        .env_remove("SUDO_USER")
+        .current_dir(scratch());
+    c
+}
+
+/// `vmtrace run --progress none [--json] OPTIONS -- memhog HOG_ARGS`.
+pub fn run_memhog(json: bool, options: &[&str], hog_args: &[&str]) -> Command {
+    let mut c = vmtrace(&["run", "--progress", "none"]);
+    if json {
+        c.arg("--json");
+    }
+    c.args(options).arg("--").arg(memhog()).args(hog_args);
+    c
+}
+
+/// Runs vmtrace, requires it to succeed, and returns its text output.
+pub fn text_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run vmtrace");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Runs vmtrace, requires it to succeed, and returns its JSON report.
+pub fn json_ok(cmd: &mut Command) -> Value {
+    let out = cmd.output().expect("run vmtrace");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+pub fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "vmtrace did not print JSON ({e}); stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+pub fn within(a: u64, b: u64, frac: f64) -> bool {
+    let (a, b) = (a as f64, b as f64);
+    (a - b).abs() <= frac * a.max(b).max(1.0)
+}
+
+/// A recording, read as JSON.
+pub fn recording(path: &Path) -> Value {
+    let bytes =
+        std::fs::read(path).unwrap_or_else(|e| panic!("no recording at {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).expect("recording is JSON")
+}
+
+pub fn page_cluster() -> String {
+    std::fs::read_to_string("/proc/sys/vm/page-cluster")
+        .expect("vm.page-cluster")
+        .trim()
+        .to_string()
+}
+
+/// BPF objects of the whole system, by kind: programs, maps, links
+/// (BPF_{PROG,MAP,LINK}_GET_NEXT_ID).
+pub fn bpf_object_counts() -> [usize; 3] {
+    [11u64, 12, 31].map(|cmd| {
+        let (mut id, mut n) = (0u32, 0usize);
+        loop {
+            // union bpf_attr for *_GET_NEXT_ID: start_id, next_id, open_flags.
+            let mut attr = [0u32; 3];
+            attr[0] = id;
+            // SAFETY: the attr buffer outlives the call and has its size.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_bpf,
+                    cmd,
+                    attr.as_mut_ptr(),
+                    std::mem::size_of_val(&attr),
+                )
+            };
+            if r != 0 {
+                return n;
+            }
+            id = attr[1];
+            n += 1;
+        }
+    })
+}

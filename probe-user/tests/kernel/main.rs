@@ -1,0 +1,26 @@
+//! Kernel tests: the real `vmtrace` binary loads real eBPF programs, runs
+//! a real memory hog in a real memory cgroup with a temporary swapfile,
+//! and what it measured is checked against the kernel's own counters
+//! (/proc/vmstat, rusage). They need root and change machine-wide state,
+//! so they are #[ignore]d for plain `cargo test`; `cargo xtask test` runs
+//! them as root, one at a time (/proc/vmstat is machine-wide).
+//!
+//! One test target (`--test kernel`), a module per family of tests, as
+//! ripgrep lays out its tests; `common` holds what they share (running
+//! vmtrace, the leftovers guard, vmstat deltas, scratch directories).
+
+mod attach;
+mod cleanup;
+mod common;
+mod compare;
+mod concurrent;
+mod faults;
+mod identity;
+mod kernels;
+mod oom;
+mod overhead;
+mod portability;
+mod reclaim;
+mod refusals;
+mod reports;
+mod workloads;

@@ -1,0 +1,57 @@
+//! A deliberate OOM kill: the report and the recording name the victim as
+//! the kernel counted it.
+
+use crate::common::{delta, guard, json_of, recording, run_memhog, scratch, vmstat};
+
+/// A deliberate OOM: a hog in a 64 MiB box without swap is killed; the
+/// report names it (first line, victim table) as the kernel counted it.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn oom_kill_is_reported_with_its_victim() {
+    let _g = guard();
+    let before = vmstat();
+    let out = run_memhog(true, &["--mem", "64M"], &["--mib", "256"])
+        .output()
+        .expect("run vmtrace");
+    let after = vmstat();
+    let r = json_of(&out);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGKILL), "{r:#}");
+    assert_eq!(r["exit"]["oom_killed"], true, "{r:#}");
+    let victims = r["oom_victims"].as_array().expect("victims");
+    let oom_kills = delta(&before, &after, &["oom_kill"]);
+    assert_eq!(victims.len() as u64, oom_kills, "{victims:?}");
+    assert_eq!(r["membox"]["oom_kills"].as_u64(), Some(oom_kills));
+    let v = &victims[0];
+    assert_eq!(v["pid"], r["pid"], "{v:#}");
+    assert_eq!(v["comm"], "memhog");
+    assert_eq!(v["target"], true);
+    let anon = v["anon_rss_kb"].as_u64().unwrap_or(0);
+    assert!((32 << 10..=64 << 10).contains(&anon), "anon-rss {anon} kB");
+
+    let rec_path = scratch().join("oom.vmtrace.json");
+    let _ = std::fs::remove_file(&rec_path);
+    let text = run_memhog(
+        false,
+        &["--mem", "64M", "-o", &rec_path.to_string_lossy()],
+        &["--mib", "256"],
+    )
+    .output()
+    .expect("run vmtrace");
+    let text = String::from_utf8_lossy(&text.stdout);
+    // The recording is written for an OOM-killed run too, and says so.
+    let rec = recording(&rec_path);
+    assert_eq!(rec["complete"], true);
+    assert_eq!(rec["runs"][0]["report"]["exit"]["oom_killed"], true);
+    // As the seed mail says it, then csh's time line.
+    assert!(text.starts_with("Out of Memory: Killed process "), "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|l| l.ends_with("(memhog).")),
+        "{text}"
+    );
+    assert!(
+        text.lines().nth(1).is_some_and(|l| l.contains("pf+0w")),
+        "{text}"
+    );
+}
