@@ -8,6 +8,15 @@
 //! bootstrap of 3 values has 10 distinct resamples. The test is computed
 //! here (Student's t distribution through the regularised incomplete beta
 //! function); the unit tests check it against SciPy.
+//!
+//! Why not the `statrs` crate (0.19.1 checked): against 40-digit values
+//! (mpmath) on t 0..50 and df 1..1000 with fractional df, this code and
+//! statrs's Student t both err by under 1e-11 in relative terms wherever
+//! p < 0.999 (2e-12 vs 5e-12 where the 1 % and 5 % marks are decided,
+//! and they never disagree on a mark); for t near 0 this code is off by
+//! at most 1.3e-8, statrs by 8e-7. Its default features bring in
+//! nalgebra and rand (26 crates, about a minute of cold build); even
+//! without them it adds two crates for 80 lines that are not less exact.
 
 use serde::Serialize;
 

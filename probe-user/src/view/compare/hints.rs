@@ -1,0 +1,330 @@
+//! The likely mechanisms behind a difference between a group and the
+//! baseline, one function per mechanism (OOM kills, swap-in, reclaim,
+//! CPU contention, refaults, swap-out, compaction, system CPU, zones),
+//! each naming the numbers that point at it and ranked by the seconds of
+//! elapsed difference linked to it.
+
+use super::{AttributionRow, GroupInfo, Hint, MetricRow, count, secs};
+use crate::model::report::{RunReport, ZoneRow};
+
+/// What the mechanisms read: group `g` against the baseline.
+struct Evidence<'a> {
+    g: usize,
+    judgeable: bool,
+    groups: &'a [GroupInfo],
+    metrics: &'a [MetricRow],
+    attribution: &'a [AttributionRow],
+}
+
+impl Evidence<'_> {
+    fn metric(&self, name: &str) -> Option<&MetricRow> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// A cause is named only for a difference that is real: significant,
+    /// or (one run per group) at least 5% of the elapsed difference.
+    fn real(&self, name: &str) -> bool {
+        self.metric(name)
+            .and_then(|m| m.changes[self.g - 1])
+            .is_some_and(|c| {
+                if self.judgeable {
+                    c.significant()
+                } else {
+                    c.pct.is_some_and(|p| p.abs() > 5.0)
+                }
+            })
+    }
+
+    /// The difference of an elapsed-time component to the baseline.
+    fn comp(&self, name: &str) -> f64 {
+        self.attribution
+            .iter()
+            .find(|a| a.component == name)
+            .map_or(0.0, |a| a.diffs[self.g - 1])
+    }
+
+    fn mean(&self, name: &str, grp: usize) -> Option<f64> {
+        self.metric(name)
+            .and_then(|m| m.groups[grp])
+            .map(|d| d.mean)
+    }
+
+    /// A metric's baseline mean `->` this group's.
+    fn pair(&self, name: &str, fmt: fn(f64) -> String) -> String {
+        format!(
+            "{} -> {}",
+            self.mean(name, 0).map_or("-".into(), fmt),
+            self.mean(name, self.g).map_or("-".into(), fmt)
+        )
+    }
+
+    /// More swap-ins: their system time is swap-in's, not "system CPU"'s.
+    fn swaps_in(&self) -> bool {
+        self.real("major faults") || self.real("swap-in pages")
+    }
+}
+
+/// The mechanisms behind a difference, strongest first.
+pub(super) fn hints(
+    g: usize,
+    judgeable: bool,
+    groups: &[GroupInfo],
+    metrics: &[MetricRow],
+    attribution: &[AttributionRow],
+    ok: &[Vec<&RunReport>],
+) -> Vec<Hint> {
+    let e = Evidence {
+        g,
+        judgeable,
+        groups,
+        metrics,
+        attribution,
+    };
+    let mechanisms: [fn(&Evidence) -> Option<Hint>; 8] = [
+        oom_kills,
+        swap_in,
+        reclaim,
+        cpu_contention,
+        refaults,
+        swap_out,
+        compaction,
+        system_cpu,
+    ];
+    let mut hints: Vec<Hint> = mechanisms.iter().filter_map(|m| m(&e)).collect();
+    if let Some(z) = zone_shift(&ok[0], &ok[g]) {
+        hints.push(z);
+    }
+    hints.sort_by(|a, b| b.seconds.abs().total_cmp(&a.seconds.abs()));
+    hints
+}
+
+fn oom_kills(e: &Evidence) -> Option<Hint> {
+    let (base, this) = (&e.groups[0], &e.groups[e.g]);
+    let oom = (this.oom_killed as i64) - (base.oom_killed as i64);
+    (oom > 0).then(|| Hint {
+        mechanism: "OOM kills",
+        seconds: f64::INFINITY,
+        text: format!(
+            "OOM kills: {} of {} runs killed (baseline {} of {})",
+            this.oom_killed,
+            this.runs + this.oom_killed + this.failed,
+            base.oom_killed,
+            base.runs + base.oom_killed + base.failed
+        ),
+    })
+}
+
+fn swap_in(e: &Evidence) -> Option<Hint> {
+    let swap_in = e.swaps_in();
+    if !swap_in && !e.real("block I/O (delay acct)") {
+        return None;
+    }
+    // More swap-ins cost system time to fault them in and block I/O
+    // waits for the reads: both are theirs.
+    let mut text = format!(
+        "swap-in: major faults {}, block I/O waits {}",
+        e.pair("major faults", count),
+        e.pair("block I/O (delay acct)", secs)
+    );
+    let mut seconds = e.comp("block I/O waits");
+    if swap_in && e.real("system CPU") {
+        text.push_str(&format!(", system CPU {}", e.pair("system CPU", secs)));
+        seconds += e.comp("other system CPU");
+    }
+    if e.real("pages per swap read") {
+        text.push_str(&format!(
+            "; swap reads of {} pages each (readahead)",
+            e.pair("pages per swap read", |v| format!("{v:.1}"))
+        ));
+    }
+    if e.real("swap read p99") {
+        text.push_str(&format!(
+            "; swap read p99 {}",
+            e.pair("swap read p99", secs)
+        ));
+    }
+    Some(Hint {
+        mechanism: "swap-in",
+        seconds,
+        text,
+    })
+}
+
+fn reclaim(e: &Evidence) -> Option<Hint> {
+    if !(e.real("reclaim stall time") || e.real("reclaim efficiency") || e.real("pages scanned")) {
+        return None;
+    }
+    let mut text = format!(
+        "reclaim: stalls {} ({}), efficiency {}",
+        e.pair("reclaim stall time", secs),
+        e.pair("reclaim stalls", count),
+        e.pair("reclaim efficiency", |v| format!("{v:.0}%"))
+    );
+    text.push_str(&format!(
+        ", velocity {} pages/s",
+        e.pair("scan velocity", count)
+    ));
+    if e.real("low-priority scans") {
+        text.push_str(&format!(
+            "; shrinks at priority <= 9: {}",
+            e.pair("low-priority scans", |v| format!("{v:.0}%"))
+        ));
+    }
+    Some(Hint {
+        mechanism: "reclaim",
+        seconds: e.comp("reclaim (system CPU)"),
+        text,
+    })
+}
+
+fn cpu_contention(e: &Evidence) -> Option<Hint> {
+    if !(e.real("waiting for a CPU") || e.real("kswapd CPU") || e.real("kswapd awake")) {
+        return None;
+    }
+    let mut text = format!(
+        "CPU contention: waiting for a CPU {}",
+        e.pair("waiting for a CPU", secs)
+    );
+    if e.metric("kswapd CPU").is_some() {
+        text.push_str(&format!(
+            "; kswapd awake {}, CPU {}",
+            e.pair("kswapd awake", secs),
+            e.pair("kswapd CPU", secs)
+        ));
+    }
+    Some(Hint {
+        mechanism: "CPU contention",
+        seconds: e.comp("waiting for a CPU"),
+        text,
+    })
+}
+
+fn refaults(e: &Evidence) -> Option<Hint> {
+    (e.real("refaults") || e.real("thrashing (delay acct)")).then(|| Hint {
+        mechanism: "refaults",
+        seconds: 0.0,
+        text: format!(
+            "refaults (evicted pages needed again): {}, thrashing waits {}",
+            e.pair("refaults", count),
+            e.pair("thrashing (delay acct)", secs)
+        ),
+    })
+}
+
+fn swap_out(e: &Evidence) -> Option<Hint> {
+    (e.real("swap-out pages") || e.real("swap write p99")).then(|| Hint {
+        mechanism: "swap-out",
+        seconds: 0.0,
+        text: format!(
+            "swap-out: {} pages, write p99 {}",
+            e.pair("swap-out pages", count),
+            e.pair("swap write p99", secs)
+        ),
+    })
+}
+
+fn compaction(e: &Evidence) -> Option<Hint> {
+    e.real("compaction").then(|| Hint {
+        mechanism: "compaction",
+        seconds: e.comp("compaction (system CPU)"),
+        text: format!("compaction: {}", e.pair("compaction", secs)),
+    })
+}
+
+fn system_cpu(e: &Evidence) -> Option<Hint> {
+    (e.real("system CPU") && !e.swaps_in()).then(|| Hint {
+        mechanism: "system CPU",
+        seconds: e.comp("other system CPU"),
+        text: format!("system CPU: {}", e.pair("system CPU", secs)),
+    })
+}
+
+/// Pressure shifted between zones (the seed mail's "uneven pressure on
+/// normal and DMA zones"): a zone's share of reclaim isolation scans, or
+/// of page allocations (with --page-alloc), moved by 10 points or more.
+fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
+    let mut parts = Vec::new();
+    let picks: [(&str, Pick); 2] = [
+        ("reclaim scans", |z| z.isolate_scanned),
+        ("allocations", |z| z.allocated_pages.unwrap_or(0)),
+    ];
+    for (what, pick) in picks {
+        let (sa, sb) = (zone_shares(a, pick), zone_shares(b, pick));
+        let moved: Vec<String> = sa
+            .iter()
+            .filter_map(|(n, x)| {
+                let y = sb.iter().find(|(m, _)| m == n).map_or(0.0, |(_, y)| *y);
+                ((y - x).abs() >= 10.0).then(|| format!("{n} {x:.0}% -> {y:.0}%"))
+            })
+            .collect();
+        if !moved.is_empty() {
+            parts.push(format!("{what} {}", moved.join(", ")));
+        }
+    }
+    (!parts.is_empty()).then(|| Hint {
+        mechanism: "zones",
+        seconds: 0.0,
+        text: format!("pressure shifted between zones: {}", parts.join("; ")),
+    })
+}
+
+/// What is counted of a zone.
+type Pick = fn(&ZoneRow) -> u64;
+
+/// Each zone's (`node/zone`) share in percent of what `pick` counts,
+/// summed over the runs, in order of first appearance.
+fn zone_shares(runs: &[&RunReport], pick: Pick) -> Vec<(String, f64)> {
+    let mut per: Vec<(String, u64)> = Vec::new();
+    for r in runs {
+        for z in &r.zones {
+            let name = format!("{}/{}", z.node, z.zone);
+            match per.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, v)) => *v += pick(z),
+                None => per.push((name, pick(z))),
+            }
+        }
+    }
+    let total: u64 = per.iter().map(|(_, v)| v).sum();
+    per.into_iter()
+        .map(|(n, v)| {
+            (
+                n,
+                if total > 0 {
+                    100.0 * v as f64 / total as f64
+                } else {
+                    0.0
+                },
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zone_shift_names_the_zones_that_moved() {
+        let zone = |zone: &str, scanned: u64| ZoneRow {
+            node: 0,
+            zone: zone.into(),
+            isolate_scanned: scanned,
+            ..Default::default()
+        };
+        let a = RunReport {
+            zones: vec![zone("DMA32", 200), zone("Normal", 800)],
+            ..Default::default()
+        };
+        let b = RunReport {
+            zones: vec![zone("DMA32", 500), zone("Normal", 500)],
+            ..Default::default()
+        };
+        let h = zone_shift(&[&a], &[&b]).expect("a shift");
+        assert_eq!(
+            h.text,
+            "pressure shifted between zones: reclaim scans 0/DMA32 20% -> 50%, \
+             0/Normal 80% -> 50%"
+        );
+        assert!(zone_shift(&[&a], &[&a]).is_none());
+    }
+}

@@ -1,0 +1,177 @@
+//! The metrics `compare` puts side by side: the table of what is
+//! measured (name, unit, how to read it from a run), the extractors that
+//! need more than one field, and the per-metric rows of group summaries
+//! and changes against the baseline.
+
+use super::stats::{Describe, describe, welch};
+use super::{Change, MetricRow, Unit};
+use crate::model::report::{DelayReport, ReclaimReport, RunReport};
+
+/// Every metric compared: (name, unit, value of a run).
+type Extract = fn(&RunReport) -> Option<f64>;
+const METRICS: &[(&str, Unit, Extract)] = &[
+    ("elapsed", Unit::Seconds, |r| Some(r.usage.wall_s)),
+    ("user CPU", Unit::Seconds, |r| Some(r.usage.user_s)),
+    ("system CPU", Unit::Seconds, |r| Some(r.usage.sys_s)),
+    ("major faults", Unit::Count, |r| {
+        Some(r.usage.major_faults as f64)
+    }),
+    ("minor faults", Unit::Count, |r| {
+        Some(r.usage.minor_faults as f64)
+    }),
+    ("reclaim stalls", Unit::Count, |r| {
+        reclaim_field(r, |s| s.stalls.count as f64)
+    }),
+    ("reclaim stall time", Unit::Seconds, |r| {
+        reclaim_field(r, |s| s.stalls.total_ns as f64 / 1e9)
+    }),
+    ("memcg stall p99", Unit::Seconds, |r| {
+        r.memcg_reclaim
+            .as_ref()
+            .filter(|m| m.stalls.count > 0)
+            .map(|m| m.stalls.p99_ns as f64 / 1e9)
+    }),
+    ("direct stall p99", Unit::Seconds, |r| {
+        r.direct_reclaim
+            .as_ref()
+            .filter(|m| m.stalls.count > 0)
+            .map(|m| m.stalls.p99_ns as f64 / 1e9)
+    }),
+    ("pages scanned", Unit::Pages, |r| {
+        Some(r.vmstat.pgscan as f64)
+    }),
+    ("pages reclaimed", Unit::Pages, |r| {
+        Some(r.vmstat.pgsteal as f64)
+    }),
+    ("reclaim efficiency", Unit::Percent, |r| {
+        (r.vmstat.pgscan > 0).then(|| 100.0 * r.vmstat.pgsteal as f64 / r.vmstat.pgscan as f64)
+    }),
+    ("scan velocity", Unit::PerSecond, |r| {
+        (r.usage.wall_s > 0.0).then(|| r.vmstat.pgscan as f64 / r.usage.wall_s)
+    }),
+    ("swap-out pages", Unit::Pages, |r| {
+        Some(r.vmstat.pswpout as f64)
+    }),
+    ("swap-in pages", Unit::Pages, |r| {
+        Some(r.vmstat.pswpin as f64)
+    }),
+    ("pages per swap read", Unit::Pages, |r| {
+        let io = r.swap_io.as_ref()?;
+        (io.read.count > 0).then(|| io.read_bytes as f64 / 4096.0 / io.read.count as f64)
+    }),
+    ("swap read p99", Unit::Seconds, |r| {
+        let io = r.swap_io.as_ref()?;
+        (io.read.count > 0).then(|| io.read.p99_ns as f64 / 1e9)
+    }),
+    ("swap write p99", Unit::Seconds, |r| {
+        let io = r.swap_io.as_ref()?;
+        (io.write.count > 0).then(|| io.write.p99_ns as f64 / 1e9)
+    }),
+    ("refaults", Unit::Pages, |r| Some(r.vmstat.refaults as f64)),
+    ("kswapd awake", Unit::Seconds, |r| {
+        r.kswapd
+            .as_ref()
+            .map(|k| k.nodes.iter().map(|n| n.awake_s).sum())
+    }),
+    ("kswapd CPU", Unit::Seconds, |r| {
+        r.kswapd
+            .as_ref()
+            .map(|k| k.nodes.iter().map(|n| n.cpu_s).sum())
+    }),
+    ("global direct reclaims", Unit::Count, |r| {
+        Some(r.vmstat.allocstall as f64)
+    }),
+    ("low-priority scans", Unit::Percent, low_priority_share),
+    ("throttled", Unit::Seconds, |r| {
+        r.throttle.as_ref().map(|t| t.delays.total_ns as f64 / 1e9)
+    }),
+    ("compaction", Unit::Seconds, |r| {
+        r.compaction.as_ref().map(|c| c.runs.total_ns as f64 / 1e9)
+    }),
+    ("swap-in wait (delay)", Unit::Seconds, |r| {
+        delays(r).map(|d| d.swapin_ns as f64 / 1e9)
+    }),
+    ("reclaim (delay acct)", Unit::Seconds, |r| {
+        delays(r).map(|d| d.freepages_ns as f64 / 1e9)
+    }),
+    ("thrashing (delay acct)", Unit::Seconds, |r| {
+        delays(r).map(|d| d.thrashing_ns as f64 / 1e9)
+    }),
+    ("block I/O (delay acct)", Unit::Seconds, |r| {
+        delays(r).map(|d| d.blkio_ns as f64 / 1e9)
+    }),
+    ("waiting for a CPU", Unit::Seconds, |r| {
+        delays(r).map(|d| d.cpu_ns as f64 / 1e9)
+    }),
+];
+
+pub(super) fn reclaim_field(r: &RunReport, f: fn(&ReclaimReport) -> f64) -> Option<f64> {
+    if r.direct_reclaim.is_none() && r.memcg_reclaim.is_none() {
+        return None;
+    }
+    Some(r.direct_reclaim.as_ref().map_or(0.0, f) + r.memcg_reclaim.as_ref().map_or(0.0, f))
+}
+
+pub(super) fn delays(r: &RunReport) -> Option<&DelayReport> {
+    r.delays.as_ref().filter(|d| d.accounting_on)
+}
+
+/// Share of inactive-list shrinks at priority 9 or below (12 is the
+/// mildest): how hard reclaim had to dig.
+fn low_priority_share(r: &RunReport) -> Option<f64> {
+    let (mut low, mut all) = (0u64, 0u64);
+    for row in &r.reclaim_priority {
+        for (prio, &n) in row.counts.iter().enumerate() {
+            all += n;
+            if prio <= 9 {
+                low += n;
+            }
+        }
+    }
+    (all > 0).then(|| 100.0 * low as f64 / all as f64)
+}
+
+/// One row per metric that some run has (not zero everywhere): each
+/// group's summary and each later group's change against the baseline.
+/// `ok` holds each group's completed runs.
+pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<MetricRow> {
+    METRICS
+        .iter()
+        .filter_map(|&(name, unit, f)| {
+            let values: Vec<Vec<f64>> = ok
+                .iter()
+                .map(|rs| rs.iter().filter_map(|r| f(r)).collect())
+                .collect();
+            if values.iter().all(|v| v.iter().all(|&x| x == 0.0)) {
+                return None;
+            }
+            let groups: Vec<Option<Describe>> = values.iter().map(|v| describe(v)).collect();
+            let changes = values[1..]
+                .iter()
+                .zip(&groups[1..])
+                .map(|(v, d)| change(&values[0], groups[0], v, *d))
+                .collect();
+            Some(MetricRow {
+                name,
+                unit,
+                groups,
+                changes,
+            })
+        })
+        .collect()
+}
+
+fn change(
+    base: &[f64],
+    bd: Option<Describe>,
+    other: &[f64],
+    od: Option<Describe>,
+) -> Option<Change> {
+    let (b, o) = (bd?, od?);
+    let diff = o.mean - b.mean;
+    Some(Change {
+        diff,
+        pct: (b.mean.abs() > 1e-12).then(|| 100.0 * diff / b.mean),
+        welch: welch(base, other),
+    })
+}
