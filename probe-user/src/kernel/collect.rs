@@ -80,15 +80,26 @@ impl KernelTotals {
     }
 }
 
+/// A map of the eBPF object by name.
+fn map<'a>(probes: &'a Probes, name: &str) -> Result<&'a aya::maps::Map> {
+    probes
+        .ebpf
+        .map(name)
+        .ok_or_else(|| anyhow!("map {name} is not in the eBPF object"))
+}
+
 fn per_cpu_array<'a, V: aya::Pod>(
     probes: &'a Probes,
     name: &str,
 ) -> Result<PerCpuArray<&'a aya::maps::MapData, V>> {
-    let map = probes
-        .ebpf
-        .map(name)
-        .ok_or_else(|| anyhow!("map {name} is not in the eBPF object"))?;
-    PerCpuArray::try_from(map).with_context(|| format!("map {name}"))
+    PerCpuArray::try_from(map(probes, name)?).with_context(|| format!("map {name}"))
+}
+
+/// Every (key, value) of a hash map; an entry evicted between listing
+/// and lookup is skipped.
+fn hash_entries<K: aya::Pod, V: aya::Pod>(probes: &Probes, name: &str) -> Result<Vec<(K, V)>> {
+    let table: AyaHashMap<_, K, V> = AyaHashMap::try_from(map(probes, name)?)?;
+    Ok(table.iter().flatten().collect())
 }
 
 /// Sums a per-CPU cell of u64 counters.
@@ -110,8 +121,27 @@ where
 
 /// Reads every map. Cheap enough to call once per progress interval.
 pub fn read(probes: &Probes) -> Result<KernelTotals> {
-    let hist_map = per_cpu_array::<Buckets>(probes, names::HISTOGRAMS)?;
     let mut t = KernelTotals::default();
+    read_hists(probes, &mut t)?;
+    read_counters(probes, &mut t)?;
+    read_lru(probes, &mut t)?;
+    read_priority_and_order(probes, &mut t)?;
+    t.stallers = hash_entries(probes, names::RECLAIM_STALLERS)?;
+    read_kswapd(probes, &mut t)?;
+    t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
+    t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
+    read_isolate(probes, &mut t)?;
+    read_zone_cells(probes, &mut t)?;
+    let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;
+    t.throttle_reasons = (0..THROTTLE_REASONS)
+        .map(|i| sum_u64(&reasons, i))
+        .collect::<Result<_>>()?;
+    Ok(t)
+}
+
+/// Bucket counts per histogram, summed over CPUs.
+fn read_hists(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
+    let hist_map = per_cpu_array::<Buckets>(probes, names::HISTOGRAMS)?;
     for h in Hist::ALL {
         let per_cpu = hist_map.get(&(h as u32), 0)?;
         let mut sum = vec![0u64; vmtrace_common::hist::BUCKETS];
@@ -122,12 +152,20 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
         }
         t.hists.push(sum);
     }
+    Ok(())
+}
 
+fn read_counters(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let counter_map = per_cpu_array::<u64>(probes, names::COUNTERS)?;
     for i in 0..Counter::COUNT {
         t.counters.push(sum_u64(&counter_map, i)?);
     }
+    Ok(())
+}
 
+/// The inactive and active LRU tables: non-empty (node, context, list)
+/// cells.
+fn read_lru(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let inactive = per_cpu_array::<LruShrinkInactive>(probes, names::LRU_SHRINK_INACTIVE)?;
     let active = per_cpu_array::<LruShrinkActive>(probes, names::LRU_SHRINK_ACTIVE)?;
     for node in 0..online_node_limit() {
@@ -155,7 +193,12 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
             }
         }
     }
+    Ok(())
+}
 
+/// Shrinks per reclaim priority and reclaims per allocation order, per
+/// context with any.
+fn read_priority_and_order(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let priority = per_cpu_array::<u64>(probes, names::RECLAIM_PRIORITY)?;
     let order = per_cpu_array::<u64>(probes, names::RECLAIM_ORDER)?;
     for context in ReclaimContext::ALL {
@@ -172,29 +215,11 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
             t.order.push((context, o));
         }
     }
+    Ok(())
+}
 
-    let stallers = probes
-        .ebpf
-        .map(names::RECLAIM_STALLERS)
-        .ok_or_else(|| anyhow!("map {} is not in the eBPF object", names::RECLAIM_STALLERS))?;
-    let stallers: AyaHashMap<_, u32, Staller> = AyaHashMap::try_from(stallers)?;
-    // An entry evicted between listing and lookup is skipped.
-    t.stallers.extend(stallers.iter().flatten());
-    read_kswapd(probes, &mut t)?;
-    let processes = probes
-        .ebpf
-        .map(names::PROCESS_FAULTS)
-        .ok_or_else(|| anyhow!("map {} is not in the eBPF object", names::PROCESS_FAULTS))?;
-    let processes: AyaHashMap<_, u32, ProcFaults> = AyaHashMap::try_from(processes)?;
-    t.processes.extend(processes.iter().flatten());
-    let times = probes.ebpf.map(names::PROCESS_FAULT_TIME).ok_or_else(|| {
-        anyhow!(
-            "map {} is not in the eBPF object",
-            names::PROCESS_FAULT_TIME
-        )
-    })?;
-    let times: AyaHashMap<_, u32, ProcFaultTime> = AyaHashMap::try_from(times)?;
-    t.process_fault_time.extend(times.iter().flatten());
+/// LRU isolation: non-empty (highest zone, list) cells.
+fn read_isolate(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let isolate = per_cpu_array::<LruIsolate>(probes, names::LRU_ISOLATE)?;
     for zone in 0..MAX_ZONES {
         for lru in 0..LRU_LISTS {
@@ -204,6 +229,11 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
             }
         }
     }
+    Ok(())
+}
+
+/// Reclaim retries and pages allocated: non-zero (node, zone) cells.
+fn read_zone_cells(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let retry = per_cpu_array::<u64>(probes, names::RECLAIM_RETRY_ZONE)?;
     let alloc = per_cpu_array::<u64>(probes, names::PAGE_ALLOC)?;
     for node in 0..online_node_limit() {
@@ -218,23 +248,15 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
             }
         }
     }
-    let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;
-    t.throttle_reasons = (0..THROTTLE_REASONS)
-        .map(|i| sum_u64(&reasons, i))
-        .collect::<Result<_>>()?;
-    Ok(t)
+    Ok(())
 }
 
+/// kswapd per node (totals, time awake now), its wakeups per (node,
+/// zone) and per order, and who woke it, most first.
 fn read_kswapd(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
-    let map = |name: &str| {
-        probes
-            .ebpf
-            .map(name)
-            .ok_or_else(|| anyhow!("map {name} is not in the eBPF object"))
-    };
     let nodes = per_cpu_array::<KswapdNode>(probes, names::KSWAPD_NODES)?;
     let since: aya::maps::Array<_, u64> =
-        aya::maps::Array::try_from(map(names::KSWAPD_AWAKE_SINCE)?)?;
+        aya::maps::Array::try_from(map(probes, names::KSWAPD_AWAKE_SINCE)?)?;
     let wakeups = per_cpu_array::<u64>(probes, names::KSWAPD_WAKEUPS)?;
     let now = monotonic_ns();
     for node in 0..online_node_limit() {
@@ -255,8 +277,8 @@ fn read_kswapd(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     t.kswapd_wakeup_order = (0..ORDERS)
         .map(|i| sum_u64(&orders, i))
         .collect::<Result<_>>()?;
-    let wakers: AyaHashMap<_, [u8; 16], u64> = AyaHashMap::try_from(map(names::KSWAPD_WAKERS)?)?;
-    for (comm, n) in wakers.iter().flatten() {
+    let wakers: Vec<([u8; 16], u64)> = hash_entries(probes, names::KSWAPD_WAKERS)?;
+    for (comm, n) in wakers {
         t.kswapd_wakers.push((comm_to_string(&comm), n));
     }
     t.kswapd_wakers.sort_by_key(|(_, n)| std::cmp::Reverse(*n));

@@ -62,12 +62,14 @@ impl RunReport {
     }
 }
 
+mod probes;
 mod runs;
 mod text;
 
+pub use probes::probes_text;
 pub use runs::{RunsColumn, RunsTable};
+pub use text::fmt_ns;
 pub(crate) use text::wrap;
-pub use text::{fmt_ns, probes_text};
 
 /// Terminal colour for report text: headings (lines that start at the
 /// first column) bold, OOM and incomplete-recording lines red.
@@ -97,7 +99,7 @@ mod tests {
         );
     }
 
-    use super::text::power_of_two_rows;
+    use super::text::hist::power_of_two_rows;
     use super::*;
     use crate::{kernel::collect::KernelTotals, model::report::*};
     use vmtrace_common::{

@@ -1,0 +1,145 @@
+//! kswapd and the zones in the report: kswapd per node (wakes, time
+//! awake, CPU), its awake periods and wakeups; and the zone table, where
+//! the map totals per zone meet the samples' watermark times.
+
+use vmtrace_common::Hist;
+
+use crate::{
+    kernel::collect::KernelTotals,
+    model::{
+        histogram::summarize,
+        report::*,
+        sample::{Sample, ZoneSample, time_below},
+    },
+};
+
+impl RunReport {
+    /// Adds the kswapd section. `cpu` is (node, seconds before, after);
+    /// `zones` names zone indices per node (from /proc/zoneinfo).
+    pub fn add_kswapd(
+        &mut self,
+        totals: &KernelTotals,
+        cpu: &[(u32, f64, f64)],
+        zones: &[(u32, Vec<String>)],
+    ) {
+        let mut k = KswapdReport {
+            nodes: node_rows(totals, cpu),
+            ..Default::default()
+        };
+        let periods = totals.hist(Hist::KswapdAwake);
+        if periods.iter().any(|&n| n > 0) {
+            k.awake_periods = Some(summarize(periods));
+        }
+        k.wakeups = wakeups(totals, zones);
+        k.wakeup_orders = totals.kswapd_wakeup_order.clone();
+        k.wakers = totals
+            .kswapd_wakers
+            .iter()
+            .take(10)
+            .map(|(name, count)| NameCount {
+                name: name.clone(),
+                count: *count,
+            })
+            .collect();
+        self.kswapd = Some(k);
+    }
+
+    /// Builds the zone table from the kernel totals and the samples.
+    pub fn add_zones(&mut self, totals: &KernelTotals, samples: &[Sample], page_alloc: bool) {
+        let Some(last) = samples.last() else { return };
+        let below = time_below(samples);
+        for (idx, z) in last.zones.iter().enumerate() {
+            // Zone index within its node = position among the node's zones.
+            let zid = last.zones[..idx]
+                .iter()
+                .filter(|o| o.node == z.node)
+                .count() as u32;
+            let (below_low_s, below_min_s) = below
+                .iter()
+                .find(|b| b.0 == z.node && b.1 == z.zone)
+                .map_or((0.0, 0.0), |b| (b.2, b.3));
+            let row = ZoneRow {
+                below_low_s,
+                below_min_s,
+                ..zone_row(totals, z, zid, page_alloc)
+            };
+            // Empty zones (Movable, Device) still show when allocations
+            // named them as their highest zone.
+            let busy = row.kswapd_wakeups + row.isolate_scanned + row.reclaim_retries > 0;
+            if z.managed > 0 || busy {
+                self.zones.push(row);
+            }
+        }
+    }
+}
+
+/// Per node: wakes and time awake (counting a period still open), and
+/// kswapd's CPU time over the run.
+fn node_rows(totals: &KernelTotals, cpu: &[(u32, f64, f64)]) -> Vec<KswapdNodeReport> {
+    cpu.iter()
+        .map(|&(node, before, after)| {
+            let (wakes, awake_ns) = totals
+                .kswapd
+                .iter()
+                .find(|(n, _, _)| *n == node)
+                .map_or((0, 0), |(_, t, open)| {
+                    (t.wakes, t.awake_ns + open.unwrap_or(0))
+                });
+            KswapdNodeReport {
+                node,
+                wakes,
+                awake_s: awake_ns as f64 / 1e9,
+                cpu_s: (after - before).max(0.0),
+            }
+        })
+        .collect()
+}
+
+/// kswapd wakeups per (node, highest zone), the zone named when known.
+fn wakeups(totals: &KernelTotals, zones: &[(u32, Vec<String>)]) -> Vec<ZoneCount> {
+    totals
+        .kswapd_wakeups
+        .iter()
+        .map(|&(node, zid, count)| ZoneCount {
+            node,
+            zone: zones
+                .iter()
+                .find(|(n, _)| *n == node)
+                .and_then(|(_, z)| z.get(zid as usize).cloned())
+                .unwrap_or_else(|| format!("zone{zid}")),
+            count,
+        })
+        .collect()
+}
+
+/// One zone's row from the map totals (`zid`: its index in its node);
+/// the watermark times are the caller's.
+fn zone_row(totals: &KernelTotals, z: &ZoneSample, zid: u32, page_alloc: bool) -> ZoneRow {
+    let iso = |f: fn(&vmtrace_common::LruIsolate) -> u64| -> u64 {
+        totals
+            .isolate
+            .iter()
+            .filter(|(zone, _, _)| *zone == zid)
+            .map(|(_, _, i)| f(i))
+            .sum()
+    };
+    let in_zone = |cells: &[(u32, u32, u64)]| -> u64 {
+        cells
+            .iter()
+            .filter(|c| c.0 == z.node && c.1 == zid)
+            .map(|c| c.2)
+            .sum()
+    };
+    ZoneRow {
+        node: z.node,
+        zone: z.zone.clone(),
+        kswapd_wakeups: in_zone(&totals.kswapd_wakeups),
+        isolate_scanned: iso(|i| i.nr_scanned),
+        isolate_skipped: iso(|i| i.nr_skipped),
+        isolate_taken: iso(|i| i.nr_taken),
+        reclaim_retries: in_zone(&totals.retry_zone),
+        below_low_s: 0.0,
+        below_min_s: 0.0,
+        allocated_pages: page_alloc.then(|| in_zone(&totals.page_alloc)),
+    }
+}

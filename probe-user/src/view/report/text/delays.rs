@@ -1,0 +1,48 @@
+//! The delay-accounting section of the text report: where the target's
+//! threads waited, by the kernel's own task delay accounting, with the
+//! eBPF reclaim stall time beside its reclaim delay.
+
+use std::fmt::{Result, Write as _};
+
+use super::format::fmt_ns;
+use crate::model::report::RunReport;
+
+/// `delay accounting (...)`: reclaim, swap-in, thrashing, compaction,
+/// block I/O and run-queue delays, or why they are off.
+pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
+    let Some(d) = &report.delays else {
+        return Ok(());
+    };
+    writeln!(o)?;
+    writeln!(o, "delay accounting (the kernel's, target threads at exit)")?;
+    if !d.accounting_on {
+        return writeln!(o, "  off: kernel.task_delayacct could not be turned on");
+    }
+    let stalls = report
+        .direct_reclaim
+        .as_ref()
+        .map_or(0, |r| r.stalls.total_ns)
+        + report
+            .memcg_reclaim
+            .as_ref()
+            .map_or(0, |r| r.stalls.total_ns);
+    writeln!(
+        o,
+        "  reclaim {:>8}  (eBPF reclaim stalls {})",
+        fmt_ns(d.freepages_ns),
+        fmt_ns(stalls)
+    )?;
+    writeln!(
+        o,
+        "  swap-in {:>8}  thrashing {:>8}  compaction {:>8}",
+        fmt_ns(d.swapin_ns),
+        fmt_ns(d.thrashing_ns),
+        fmt_ns(d.compact_ns)
+    )?;
+    writeln!(
+        o,
+        "  block I/O {:>6}  waiting for a CPU {:>8}",
+        fmt_ns(d.blkio_ns),
+        fmt_ns(d.cpu_ns)
+    )
+}

@@ -1,0 +1,121 @@
+//! kswapd and the zones it balances, in the text report: kswapd per
+//! node (wakes, time awake, CPU), its awake periods, what woke it and
+//! for which zone and order; then the zone table (isolation, wakeups,
+//! retries, time below the watermarks) and pages allocated per zone.
+
+use std::fmt::{Result, Write as _};
+
+use super::{
+    format::{nonzero_pairs, write_wrapped},
+    hist::write_hist,
+};
+use crate::model::report::{KswapdReport, RunReport};
+
+/// kswapd (system-wide): the per-node table, then its wakeups.
+pub(super) fn kswapd(o: &mut String, report: &RunReport) -> Result {
+    let Some(k) = &report.kswapd else {
+        return Ok(());
+    };
+    writeln!(o)?;
+    writeln!(o, "kswapd (system-wide)")?;
+    writeln!(
+        o,
+        "  {:>4} {:>8} {:>10} {:>10}",
+        "node", "wakes", "awake", "cpu"
+    )?;
+    for n in &k.nodes {
+        writeln!(
+            o,
+            "  {:>4} {:>8} {:>9.2}s {:>9.2}s",
+            n.node, n.wakes, n.awake_s, n.cpu_s
+        )?;
+    }
+    if let Some(p) = &k.awake_periods {
+        writeln!(o, "kswapd awake periods: {} in all", p.count)?;
+        write_hist(o, p)?;
+    }
+    wakeups(o, k)
+}
+
+/// Who woke kswapd, for which highest zone and which allocation order.
+fn wakeups(o: &mut String, k: &KswapdReport) -> Result {
+    if !k.wakeups.is_empty() {
+        let z: Vec<String> = k
+            .wakeups
+            .iter()
+            .map(|w| format!("node {} {} {}", w.node, w.zone, w.count))
+            .collect();
+        let text = format!(
+            "  wakeups by highest zone of the allocation: {}",
+            z.join(", ")
+        );
+        write_wrapped(o, &text)?;
+    }
+    if k.wakeup_orders.iter().any(|&n| n > 0) {
+        let last = k.wakeup_orders.len().saturating_sub(1);
+        let pairs = nonzero_pairs(&k.wakeup_orders, |i| {
+            if i == last {
+                format!("{i}+")
+            } else {
+                i.to_string()
+            }
+        });
+        writeln!(o, "  wakeups by allocation order: {pairs}")?;
+    }
+    if !k.wakers.is_empty() {
+        let w: Vec<String> = k
+            .wakers
+            .iter()
+            .map(|w| format!("{} {}", w.name, w.count))
+            .collect();
+        write_wrapped(o, &format!("  woken by: {}", w.join(", ")))?;
+    }
+    Ok(())
+}
+
+/// The zone table: isolation and kswapd wakeups by highest allowed zone,
+/// reclaim retries, seconds below the low and min watermarks.
+pub(super) fn zones(o: &mut String, report: &RunReport) -> Result {
+    if report.zones.is_empty() {
+        return Ok(());
+    }
+    writeln!(o)?;
+    writeln!(
+        o,
+        "zones (isolation and kswapd wakeups by highest allowed zone)"
+    )?;
+    writeln!(
+        o,
+        "  {:<9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>6} {:>6}",
+        "zone", "kswapd", "isolated", "skipped", "taken", "retries", "<low", "<min"
+    )?;
+    for z in &report.zones {
+        writeln!(
+            o,
+            "  {:<9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>5.1}s {:>5.1}s",
+            format!("{}/{}", z.node, z.zone),
+            z.kswapd_wakeups,
+            z.isolate_scanned,
+            z.isolate_skipped,
+            z.isolate_taken,
+            z.reclaim_retries,
+            z.below_low_s,
+            z.below_min_s
+        )?;
+    }
+    Ok(())
+}
+
+/// `pages allocated per zone: ...` (--page-alloc).
+pub(super) fn zone_allocations(o: &mut String, report: &RunReport) -> Result {
+    let allocs: Vec<String> = report
+        .zones
+        .iter()
+        .filter_map(|z| Some(format!("{}/{} {}", z.node, z.zone, z.allocated_pages?)))
+        .collect();
+    if allocs.is_empty() {
+        return Ok(());
+    }
+    let text = format!("  pages allocated per zone: {}", allocs.join(", "));
+    write_wrapped(o, &text)
+}

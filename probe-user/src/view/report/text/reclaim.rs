@@ -1,0 +1,141 @@
+//! The reclaim sections of the text report: direct and memcg reclaim
+//! stalls, the processes that stalled most, reclaims by allocation
+//! order, reclaim throttling, compaction and slab shrinking.
+
+use std::fmt::{Result, Write as _};
+
+use super::{
+    format::{fmt_ns, nonzero_pairs, write_wrapped},
+    hist::write_hist,
+};
+use crate::model::report::RunReport;
+
+/// `direct reclaim: ...` and `memcg reclaim: ...`, each with its
+/// histogram of stall times.
+pub(super) fn stalls(o: &mut String, report: &RunReport) -> Result {
+    for (title, r) in [
+        ("direct reclaim", &report.direct_reclaim),
+        ("memcg reclaim", &report.memcg_reclaim),
+    ] {
+        let Some(r) = r else { continue };
+        writeln!(o)?;
+        writeln!(
+            o,
+            "{title}: {} stalls, {} stalled, {} pages reclaimed",
+            r.stalls.count,
+            fmt_ns(r.stalls.total_ns),
+            r.pages_reclaimed
+        )?;
+        write_hist(o, &r.stalls)?;
+    }
+    Ok(())
+}
+
+/// The processes that stalled most in reclaim, the command's starred.
+pub(super) fn top_stallers(o: &mut String, report: &RunReport) -> Result {
+    if report.top_stallers.is_empty() {
+        return Ok(());
+    }
+    writeln!(o)?;
+    writeln!(o, "processes stalled most in reclaim (* = the command's)")?;
+    writeln!(
+        o,
+        "  {:>8} {:<16} {:>8} {:>9} {:>8} {:>9}",
+        "pid", "comm", "direct", "stalled", "memcg", "stalled"
+    )?;
+    for t in &report.top_stallers {
+        writeln!(
+            o,
+            "{} {:>8} {:<16} {:>8} {:>9} {:>8} {:>9}",
+            if t.target { '*' } else { ' ' },
+            t.pid,
+            t.comm,
+            t.direct_stalls,
+            fmt_ns(t.direct_ns),
+            t.memcg_stalls,
+            fmt_ns(t.memcg_ns)
+        )?;
+    }
+    Ok(())
+}
+
+/// `<context> reclaims by allocation order: 11+:1 0:5` per context.
+pub(super) fn orders(o: &mut String, report: &RunReport) -> Result {
+    for r in &report.reclaim_order {
+        writeln!(o)?;
+        let pairs = nonzero_pairs(&r.counts, |i| {
+            if i + 1 == r.counts.len() {
+                format!("{i}+")
+            } else {
+                i.to_string()
+            }
+        });
+        write_wrapped(
+            o,
+            &format!("{} reclaims by allocation order: {pairs}", r.context),
+        )?;
+    }
+    Ok(())
+}
+
+/// Reclaim throttling: waits, time asleep, reasons, and the histogram.
+pub(super) fn throttle(o: &mut String, report: &RunReport) -> Result {
+    let Some(t) = &report.throttle else {
+        return Ok(());
+    };
+    writeln!(o)?;
+    writeln!(
+        o,
+        "reclaim throttling: {} waits, {} asleep ({} of all tasks)",
+        t.delays.count,
+        fmt_ns(t.delays.total_ns),
+        t.all_tasks
+    )?;
+    writeln!(
+        o,
+        "  reasons: writeback {}, isolated {}, noprogress {}, congested {}",
+        t.writeback, t.isolated, t.noprogress, t.congested
+    )?;
+    if t.delays.count > 0 {
+        write_hist(o, &t.delays)?;
+    }
+    Ok(())
+}
+
+/// Compaction runs and their histogram.
+pub(super) fn compaction(o: &mut String, report: &RunReport) -> Result {
+    let Some(c) = &report.compaction else {
+        return Ok(());
+    };
+    writeln!(o)?;
+    writeln!(
+        o,
+        "compaction: {} runs, {} ({} runs of all tasks)",
+        c.runs.count,
+        fmt_ns(c.runs.total_ns),
+        c.all_tasks
+    )?;
+    if c.runs.count > 0 {
+        write_hist(o, &c.runs)?;
+    }
+    Ok(())
+}
+
+/// Slab shrinker calls (all tasks), objects freed, and the histogram.
+pub(super) fn slab_shrink(o: &mut String, report: &RunReport) -> Result {
+    let Some(sl) = &report.slab_shrink else {
+        return Ok(());
+    };
+    writeln!(o)?;
+    writeln!(
+        o,
+        "slab shrinking (all tasks): {} shrinker calls, {}, {} freed",
+        sl.calls.count,
+        fmt_ns(sl.calls.total_ns),
+        sl.objects_freed
+    )?;
+    if sl.calls.count > 0 {
+        write_hist(o, &sl.calls)?;
+    }
+    Ok(())
+}
