@@ -16,10 +16,12 @@ use anyhow::{Context, Result, bail};
 use vmtrace_common::Target;
 
 use crate::{
-    host::privilege,
     kernel::probes,
     model::report::{Exit, RunReport},
-    session::run::{Progress, Signals, Tracer, Watch, Window},
+    session::preflight,
+    session::progress::{PROGRESS_HEADER, Progress},
+    session::signals::{Signals, runtime_with_signals},
+    session::tracer::{Tracer, Watch, Window},
 };
 
 #[derive(Clone, Debug, Default)]
@@ -184,81 +186,30 @@ fn descendants_in(roots: &[u32], table: &[(u32, u32, String)]) -> Vec<u32> {
 }
 
 /// Attaches, traces until told to stop or the targets are gone, and
-/// returns the report of the window.
+/// returns the report of the window. The caller (`session::job`) has
+/// checked for root.
 pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
-    privilege::require()?;
     let targets = resolve(opts)?;
-    let restored = crate::host::sysctl::restore_stale();
-    if !restored.is_empty() {
-        eprintln!(
-            "vmtrace: a vmtrace that died left sysctls changed: {}",
-            restored.join(", ")
-        );
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let mut signals = rt.block_on(async { Signals::new() })?;
-    let mut opted_in = Vec::new();
-    if opts.fault_latency {
-        opted_in.push(probes::OptIn::FaultLatency);
-    }
-    if opts.page_alloc {
-        opted_in.push(probes::OptIn::PageAlloc);
-    }
-    if targets.target.by_pid != 0 {
-        opted_in.push(probes::OptIn::FollowForks);
-    }
-    let mut tracer = Tracer::attach(targets.target, &opted_in)?;
-    if targets.target.by_pid != 0 {
-        tracer.probes.follow(&targets.seed)?;
-        // Children forked between the scan and the fork program: once more.
-        tracer.probes.follow(&with_descendants(&targets.seed))?;
-    }
+    preflight::restore_stale_sysctls();
+    let (rt, mut signals) = runtime_with_signals()?;
+    let mut tracer = attach_tracer(opts, &targets)?;
     eprintln!("vmtrace: attached to {}", targets.text);
     let window = Window::open(false)?;
     let started = Instant::now();
-    let mut watch = Watch {
-        membox: None,
-        probes: Some(&mut tracer.probes),
-        progress: opts.progress.unwrap_or(Progress::Quiet),
-        interval: opts.interval,
-        vmstat_start: &window.before,
-        psi_start: crate::host::proc::read_psi(),
-        samples: Vec::new(),
-        hists_before: Vec::new(),
-    };
-    let why = rt.block_on(async {
-        let start = tokio::time::Instant::now();
-        let mut tick = tokio::time::interval_at(start + opts.interval, opts.interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let lines = opts.lines.unwrap_or(Duration::from_secs(3600));
-        let mut line_tick = tokio::time::interval_at(start + lines, lines);
-        let until = start
-            + opts
-                .duration
-                .unwrap_or(Duration::from_secs(u32::MAX as u64));
-        if opts.lines.is_some() {
-            eprintln!("vmtrace: {}", crate::session::run::PROGRESS_HEADER);
-        }
-        loop {
-            tokio::select! {
-                _ = signals.next() => return Stop::Signal,
-                _ = tokio::time::sleep_until(until) => return Stop::Duration,
-                _ = tick.tick() => {
-                    watch.sample(started.elapsed().as_secs_f64());
-                    watch.show_status();
-                    if watch.probes.as_deref().is_some_and(|p| !targets_alive(&targets, p)) {
-                        return Stop::TargetsGone;
-                    }
-                }
-                _ = line_tick.tick(), if opts.lines.is_some() => {
-                    watch.print_progress();
-                }
-            }
-        }
-    });
+    let mut watch = Watch::new(
+        None,
+        Some(&mut tracer.probes),
+        opts.progress.unwrap_or(Progress::Quiet),
+        opts.interval,
+        &window.before,
+    );
+    let why = rt.block_on(trace_until_stopped(
+        opts,
+        &targets,
+        &mut signals,
+        &mut watch,
+        started,
+    ));
     watch.sample(started.elapsed().as_secs_f64());
     watch.clear_status();
     let samples = std::mem::take(&mut watch.samples);
@@ -284,6 +235,67 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
         ..Default::default()
     };
     Ok(report)
+}
+
+/// The probes, attached for the targets; processes to follow are
+/// followed from now on, with children forked meanwhile.
+fn attach_tracer(opts: &AttachOptions, targets: &Targets) -> Result<Tracer> {
+    let mut opted_in = Vec::new();
+    if opts.fault_latency {
+        opted_in.push(probes::OptIn::FaultLatency);
+    }
+    if opts.page_alloc {
+        opted_in.push(probes::OptIn::PageAlloc);
+    }
+    if targets.target.by_pid != 0 {
+        opted_in.push(probes::OptIn::FollowForks);
+    }
+    let mut tracer = Tracer::attach(targets.target, &opted_in)?;
+    if targets.target.by_pid != 0 {
+        tracer.probes.follow(&targets.seed)?;
+        // Children forked between the scan and the fork program: once more.
+        tracer.probes.follow(&with_descendants(&targets.seed))?;
+    }
+    Ok(tracer)
+}
+
+/// Samples every interval (and prints a line every `--interval`) until a
+/// signal, the end of `--duration`, or the last target's exit.
+async fn trace_until_stopped(
+    opts: &AttachOptions,
+    targets: &Targets,
+    signals: &mut Signals,
+    watch: &mut Watch<'_>,
+    started: Instant,
+) -> Stop {
+    let start = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval_at(start + opts.interval, opts.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let lines = opts.lines.unwrap_or(Duration::from_secs(3600));
+    let mut line_tick = tokio::time::interval_at(start + lines, lines);
+    let until = start
+        + opts
+            .duration
+            .unwrap_or(Duration::from_secs(u32::MAX as u64));
+    if opts.lines.is_some() {
+        eprintln!("vmtrace: {PROGRESS_HEADER}");
+    }
+    loop {
+        tokio::select! {
+            _ = signals.next() => return Stop::Signal,
+            _ = tokio::time::sleep_until(until) => return Stop::Duration,
+            _ = tick.tick() => {
+                watch.sample(started.elapsed().as_secs_f64());
+                watch.show_status();
+                if watch.probes.as_deref().is_some_and(|p| !targets_alive(targets, p)) {
+                    return Stop::TargetsGone;
+                }
+            }
+            _ = line_tick.tick(), if opts.lines.is_some() => {
+                watch.print_progress();
+            }
+        }
+    }
 }
 
 enum Stop {

@@ -255,7 +255,7 @@ fn attach_detach_100_times_leaks_nothing() {
         ..Target::EVERY_TASK
     };
     drop(
-        vmtrace::session::run::Tracer::attach(
+        vmtrace::session::tracer::Tracer::attach(
             target,
             &[vmtrace::kernel::probes::OptIn::FollowForks],
         )
@@ -265,7 +265,7 @@ fn attach_detach_100_times_leaks_nothing() {
     let (fds, objects) = (open_fds(), bpf_object_counts());
     // While attached, the counts see vmtrace's own objects (the check
     // counts what it should).
-    let t = vmtrace::session::run::Tracer::attach(
+    let t = vmtrace::session::tracer::Tracer::attach(
         target,
         &[vmtrace::kernel::probes::OptIn::FollowForks],
     )
@@ -277,7 +277,7 @@ fn attach_detach_100_times_leaks_nothing() {
     );
     drop(t);
     for i in 0..100 {
-        let mut t = vmtrace::session::run::Tracer::attach(
+        let mut t = vmtrace::session::tracer::Tracer::attach(
             target,
             &[vmtrace::kernel::probes::OptIn::FollowForks],
         )

@@ -24,6 +24,8 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+use crate::session::preflight;
+
 #[derive(Clone, Debug)]
 pub struct KernelsOptions {
     pub kernels: Vec<String>,
@@ -51,27 +53,13 @@ pub struct Outcome {
 }
 
 pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
-    crate::host::privilege::require()?;
-    if opts.command.first().map(String::as_str) != Some("run") {
-        bail!(
-            "vmtrace kernels runs `vmtrace run ...` in each guest; give it after --, \
-             like: vmtrace kernels --kernel debian:6.1 -- run qsbench"
-        );
-    }
-    if opts.command.iter().any(|a| a == "-o" || a == "--output") {
-        bail!(
-            "leave -o out of the guest's command: vmtrace kernels names the recordings (see --out)"
-        );
-    }
-    for (tool, package) in [
+    preflight::require_root()?;
+    check_guest_command(&opts.command)?;
+    preflight::require_tools(&[
         ("qemu-system-x86_64", "qemu-system-x86"),
         ("mkfs.ext4", "e2fsprogs"),
         ("mkswap", "util-linux"),
-    ] {
-        if !crate::session::run::on_path(Path::new(tool)) {
-            bail!("{tool} not found; install {package} (apt-get install {package})");
-        }
-    }
+    ])?;
     // Every kernel is resolved (and downloaded) before any boots, so that a
     // typo fails at once.
     let mut resolved = Vec::new();
@@ -99,53 +87,89 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     }
     let mut outcomes = Vec::new();
     for (i, (spec, kernel)) in opts.kernels.iter().zip(&resolved).enumerate() {
-        let name = kernel
-            .as_ref()
-            .and_then(|k| k.release.clone())
-            .unwrap_or_else(|| spec.replace(['/', ':'], "_"));
-        let dir = out.join(format!("{}-{name}", i + 1));
-        std::fs::create_dir_all(&dir)?;
-        let outcome = match kernel {
-            None => run_on_host(&exe, opts, spec, &dir),
-            Some(k) => run_in_guest(&exe, opts, k, &dir),
-        };
-        let outcome = outcome.unwrap_or_else(|e| Outcome {
-            spec: spec.clone(),
-            dir: dir.clone(),
-            recording: None,
-            problem: Some(format!("{e:#}")),
-        });
-        match (&outcome.recording, &outcome.problem) {
-            (Some(r), _) => eprintln!("vmtrace: {spec}: recording {}", r.display()),
-            (None, Some(p)) => eprintln!("vmtrace: {spec}: FAILED: {p}"),
-            (None, None) => {}
-        }
-        outcomes.push(outcome);
+        outcomes.push(run_one(&exe, opts, &out, i, spec, kernel.as_ref())?);
     }
+    compare_kernels(&exe, &outcomes, &out)?;
+    eprintln!("vmtrace: everything is in {}", out.display());
+    let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
+    Ok(i32::from(failed > 0))
+}
+
+/// The guest's command must be `run ...`, and leave -o to `kernels`.
+fn check_guest_command(command: &[String]) -> Result<()> {
+    if command.first().map(String::as_str) != Some("run") {
+        bail!(
+            "vmtrace kernels runs `vmtrace run ...` in each guest; give it after --, \
+             like: vmtrace kernels --kernel debian:6.1 -- run qsbench"
+        );
+    }
+    if command.iter().any(|a| a == "-o" || a == "--output") {
+        bail!(
+            "leave -o out of the guest's command: vmtrace kernels names the recordings (see --out)"
+        );
+    }
+    Ok(())
+}
+
+/// The `i`th kernel's run, in its own directory under `out`; a failure
+/// is its outcome's problem, said on stderr, and the next kernel runs.
+fn run_one(
+    exe: &Path,
+    opts: &KernelsOptions,
+    out: &Path,
+    i: usize,
+    spec: &str,
+    kernel: Option<&image::Kernel>,
+) -> Result<Outcome> {
+    let name = kernel
+        .and_then(|k| k.release.clone())
+        .unwrap_or_else(|| spec.replace(['/', ':'], "_"));
+    let dir = out.join(format!("{}-{name}", i + 1));
+    std::fs::create_dir_all(&dir)?;
+    let outcome = match kernel {
+        None => run_on_host(exe, opts, spec, &dir),
+        Some(k) => run_in_guest(exe, opts, k, &dir),
+    };
+    let outcome = outcome.unwrap_or_else(|e| Outcome {
+        spec: spec.to_string(),
+        dir: dir.clone(),
+        recording: None,
+        problem: Some(format!("{e:#}")),
+    });
+    match (&outcome.recording, &outcome.problem) {
+        (Some(r), _) => eprintln!("vmtrace: {spec}: recording {}", r.display()),
+        (None, Some(p)) => eprintln!("vmtrace: {spec}: FAILED: {p}"),
+        (None, None) => {}
+    }
+    Ok(outcome)
+}
+
+/// `vmtrace compare` of the kernels that gave a recording (two at
+/// least), printed and kept as compare.txt.
+fn compare_kernels(exe: &Path, outcomes: &[Outcome], out: &Path) -> Result<()> {
     let recordings: Vec<&PathBuf> = outcomes
         .iter()
         .filter_map(|o| o.recording.as_ref())
         .collect();
-    if recordings.len() >= 2 {
-        let mut c = Command::new(&exe);
-        c.arg("compare").arg("--format").arg("text");
-        for (i, r) in recordings.iter().enumerate() {
-            if i > 0 {
-                c.arg("--vs");
-            }
-            c.arg(r);
-        }
-        let cmp = c.output().context("running vmtrace compare")?;
-        let text = String::from_utf8_lossy(&cmp.stdout).into_owned();
-        let _ = std::fs::write(out.join("compare.txt"), &text);
-        print!("{text}");
-        if !cmp.status.success() {
-            eprint!("{}", String::from_utf8_lossy(&cmp.stderr));
-        }
+    if recordings.len() < 2 {
+        return Ok(());
     }
-    eprintln!("vmtrace: everything is in {}", out.display());
-    let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
-    Ok(i32::from(failed > 0))
+    let mut c = Command::new(exe);
+    c.arg("compare").arg("--format").arg("text");
+    for (i, r) in recordings.iter().enumerate() {
+        if i > 0 {
+            c.arg("--vs");
+        }
+        c.arg(r);
+    }
+    let cmp = c.output().context("running vmtrace compare")?;
+    let text = String::from_utf8_lossy(&cmp.stdout).into_owned();
+    let _ = std::fs::write(out.join("compare.txt"), &text);
+    print!("{text}");
+    if !cmp.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&cmp.stderr));
+    }
+    Ok(())
 }
 
 /// The host kernel, for reference: the same command run here.
@@ -168,6 +192,8 @@ fn run_on_host(exe: &Path, opts: &KernelsOptions, spec: &str, dir: &Path) -> Res
     })
 }
 
+/// One kernel booted in a guest: its files made, the guest run to its
+/// end, the files removed, and the outcome judged.
 fn run_in_guest(
     exe: &Path,
     opts: &KernelsOptions,
@@ -187,20 +213,84 @@ fn run_in_guest(
              9p and ext4 built in"
         );
     }
-    let guest_exe = dir.join("vmtrace");
-    std::fs::copy(exe, &guest_exe).context("copying vmtrace into the job directory")?;
-    let initrd = dir.join("initramfs.cpio");
-    initramfs::build(k.modules.as_deref(), &initrd)?;
-    let scratch = dir.join("scratch.img");
-    qemu::make_disk(&scratch, opts.disk, false)?;
-    let swap = match opts.swap {
-        Some(bytes) => {
-            let p = dir.join("swap.img");
-            qemu::make_disk(&p, bytes, true)?;
-            Some(p)
-        }
-        None => None,
+    let files = GuestFiles::make(exe, opts, k, dir)?;
+    write_guest_job(opts, dir)?;
+    let guest = qemu::Guest {
+        image: &k.image,
+        initramfs: &files.initrd,
+        job: dir,
+        scratch: &files.scratch,
+        swap: files.swap.as_deref(),
+        mem_mib: opts.mem >> 20,
+        cpus: opts.cpus,
+        kvm: opts.kvm,
+        console: dir.join("console.log"),
+        timeout: opts.timeout,
     };
+    let ended = guest.run()?;
+    files.remove();
+    let recording = dir.join("run.vmtrace.json");
+    let status = std::fs::read_to_string(dir.join("status"))
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let problem = problem_of(&ended, status, opts.timeout);
+    if let Some(p) = &problem {
+        tell_problem(&release, p, &guest.console, dir);
+    }
+    Ok(Outcome {
+        spec: k.spec.clone(),
+        dir: dir.into(),
+        recording: recording.is_file().then_some(recording),
+        problem,
+    })
+}
+
+/// The large files a guest needs, made in its job directory and removed
+/// after it (they are rebuilt every time).
+struct GuestFiles {
+    exe: PathBuf,
+    initrd: PathBuf,
+    scratch: PathBuf,
+    swap: Option<PathBuf>,
+}
+
+impl GuestFiles {
+    fn make(exe: &Path, opts: &KernelsOptions, k: &image::Kernel, dir: &Path) -> Result<Self> {
+        let guest_exe = dir.join("vmtrace");
+        std::fs::copy(exe, &guest_exe).context("copying vmtrace into the job directory")?;
+        let initrd = dir.join("initramfs.cpio");
+        initramfs::build(k.modules.as_deref(), &initrd)?;
+        let scratch = dir.join("scratch.img");
+        qemu::make_disk(&scratch, opts.disk, false)?;
+        let swap = match opts.swap {
+            Some(bytes) => {
+                let p = dir.join("swap.img");
+                qemu::make_disk(&p, bytes, true)?;
+                Some(p)
+            }
+            None => None,
+        };
+        Ok(GuestFiles {
+            exe: guest_exe,
+            initrd,
+            scratch,
+            swap,
+        })
+    }
+
+    fn remove(&self) {
+        for p in [&self.scratch, &self.initrd, &self.exe] {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Some(p) = &self.swap {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// The guest's job: this vmtrace's `run ...` with its output, recording
+/// and exit status in the job directory.
+fn write_guest_job(opts: &KernelsOptions, dir: &Path) -> Result<()> {
     let mut line = vec![
         format!("{}/vmtrace", initramfs::GUEST_JOB_DIR),
         opts.command[0].clone(),
@@ -217,32 +307,13 @@ fn run_in_guest(
         ),
         format!("echo $? > {}/status", initramfs::GUEST_JOB_DIR),
     ];
-    initramfs::write_job_script(dir, &job)?;
-    let guest = qemu::Guest {
-        image: &k.image,
-        initramfs: &initrd,
-        job: dir,
-        scratch: &scratch,
-        swap: swap.as_deref(),
-        mem_mib: opts.mem >> 20,
-        cpus: opts.cpus,
-        kvm: opts.kvm,
-        console: dir.join("console.log"),
-        timeout: opts.timeout,
-    };
-    let ended = guest.run()?;
-    // The disks and the binary are large and rebuilt every time.
-    for p in [&scratch, &initrd, &guest_exe] {
-        let _ = std::fs::remove_file(p);
-    }
-    if let Some(p) = &swap {
-        let _ = std::fs::remove_file(p);
-    }
-    let recording = dir.join("run.vmtrace.json");
-    let status = std::fs::read_to_string(dir.join("status"))
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
-    let problem = match (&ended, status) {
+    initramfs::write_job_script(dir, &job)
+}
+
+/// What went wrong in a guest, from how it ended and the exit status
+/// vmtrace left in it; None when nothing did.
+fn problem_of(ended: &qemu::Ended, status: Option<i32>, timeout: Duration) -> Option<String> {
+    match (ended, status) {
         (qemu::Ended::PoweredOff, Some(0)) => None,
         (qemu::Ended::PoweredOff, Some(s)) => Some(format!("vmtrace in the guest exited with {s}")),
         (qemu::Ended::PoweredOff, None) => {
@@ -250,33 +321,30 @@ fn run_in_guest(
         }
         (qemu::Ended::TimedOut, _) => Some(format!(
             "no end after {} s (a hang or a slow guest: --timeout)",
-            opts.timeout.as_secs()
+            timeout.as_secs()
         )),
         (qemu::Ended::Failed(c), _) => Some(format!("qemu exited with {c}")),
-    };
-    if let Some(p) = &problem {
-        eprintln!("vmtrace: {release}: {p}; the guest's last console lines:");
-        for l in qemu::console_tail(&guest.console, 15) {
-            eprintln!("  | {l}");
-        }
-        let err = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
-        for l in err
-            .lines()
-            .rev()
-            .take(5)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
-            eprintln!("  vmtrace: {l}");
-        }
     }
-    Ok(Outcome {
-        spec: k.spec.clone(),
-        dir: dir.into(),
-        recording: recording.is_file().then_some(recording),
-        problem,
-    })
+}
+
+/// A guest's problem, with its last console lines and the last lines
+/// vmtrace wrote in it.
+fn tell_problem(release: &str, problem: &str, console: &Path, dir: &Path) {
+    eprintln!("vmtrace: {release}: {problem}; the guest's last console lines:");
+    for l in qemu::console_tail(console, 15) {
+        eprintln!("  | {l}");
+    }
+    let err = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    for l in err
+        .lines()
+        .rev()
+        .take(5)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+    {
+        eprintln!("  vmtrace: {l}");
+    }
 }
 
 /// Single-quotes an argument for the guest's shell.

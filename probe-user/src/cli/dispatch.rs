@@ -1,0 +1,229 @@
+//! Parsed arguments to calls: each subcommand's arguments become the
+//! session's (or the views') options, the call is made, its result is
+//! printed, and the exit code returned. Usage errors are one line.
+
+use std::{io::IsTerminal, time::Duration};
+
+use anyhow::Result;
+
+use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs, views};
+use crate::{
+    host::membox::BoxSpec,
+    model::report::RunReport,
+    session::{attach::AttachOptions, job, kernels, progress::Progress, run::RunOptions},
+    view::report::RunsTable,
+};
+
+/// A command-line error as one line (clap's message, its lines joined,
+/// without the usage block), pointing at --help; None for --help and
+/// --version, which are not errors.
+pub fn one_line_usage_error(e: &clap::Error) -> Option<String> {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return None;
+    }
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    let message = message.join(" ");
+    let message = message.trim_start_matches("error: ").trim_end_matches('.');
+    Some(format!("{message}; see --help"))
+}
+
+/// Runs the parsed command line; returns the process exit code.
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    // `run` and `attach` release the held signals once their handlers are
+    // in place; everything else has nothing to tear down.
+    if !matches!(cli.command, Commands::Run(_) | Commands::Attach(_)) {
+        crate::session::signals::release_signals();
+    }
+    match cli.command {
+        Commands::Run(args) => run_command(args),
+        Commands::Kernels(args) => kernels::kernels(&kernels_options(args)),
+        Commands::Workload { name, args } => crate::session::bundled::run_in_process(&name, args),
+        Commands::Report { files, json } => views::report_command(&files, json),
+        Commands::Attach(args) => attach_command(args),
+        Commands::Compare {
+            files,
+            label,
+            detail,
+            json,
+            format,
+            svg,
+            force,
+        } => views::compare_command(
+            &files,
+            &label,
+            detail,
+            if json { "json" } else { format.as_str() },
+            svg.as_deref(),
+            force,
+        ),
+        Commands::Export {
+            files,
+            format,
+            output,
+        } => views::export_command(&files, &format, output.as_deref()),
+        Commands::Probes { json } => probes_command(json),
+    }
+}
+
+/// `vmtrace run`: a report per run as it ends, then (for several runs)
+/// the runs table, or everything as JSON; exits as the command did.
+fn run_command(args: RunArgs) -> Result<i32> {
+    let json = args.json;
+    let progress = if args.quiet {
+        Progress::Quiet
+    } else {
+        Progress::from_mode(&args.progress, std::io::stderr().is_terminal())
+    };
+    let opts = job::JobOptions {
+        run: RunOptions {
+            command: args.command,
+            label: None,
+            spec: BoxSpec {
+                mem_limit: args.mem,
+                swap: args.swap,
+                swap_dir: args.swap_dir,
+            },
+            fault_latency: args.fault_latency,
+            page_alloc: args.page_alloc,
+            bpf_stats: args.bpf_stats,
+            no_probes: args.no_probes,
+            as_root: args.as_root,
+            progress,
+            interval: Duration::from_secs_f64(args.interval),
+        },
+        repeat: args.repeat,
+        sysctls: args.sysctl,
+        output: args.output,
+    };
+    let done = job::run_job(&opts, |report, total| {
+        if !json {
+            print!("{}", report.to_text());
+            if total > 1 {
+                println!();
+            }
+        }
+    })?;
+    let table = RunsTable::of_recording(&done.recording);
+    if json {
+        let json = if done.total > 1 {
+            let runs: Vec<&RunReport> = done.recording.runs.iter().map(|r| &r.report).collect();
+            serde_json::json!({ "runs": runs, "summary": table })
+        } else {
+            serde_json::to_value(&done.recording.runs[0].report).unwrap_or_default()
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else if done.total > 1 {
+        print!("{}", table.to_text());
+    }
+    eprintln!("vmtrace: recording written to {}", done.path.display());
+    Ok(done.exit_code)
+}
+
+/// `vmtrace attach`: the report of the window, and its recording.
+fn attach_command(args: AttachArgs) -> Result<i32> {
+    let opts = AttachOptions {
+        pids: args.pid,
+        cgroups: args.cgroup,
+        comms: args.comm,
+        duration: args.duration.map(Duration::from_secs_f64),
+        lines: args.interval.map(Duration::from_secs_f64),
+        interval: Duration::from_secs_f64(args.interval.unwrap_or(1.0)),
+        fault_latency: args.fault_latency,
+        page_alloc: args.page_alloc,
+        progress: None,
+    };
+    let json = args.json;
+    let path = job::attach_job(&opts, args.output.as_deref(), |report| {
+        if json {
+            println!("{}", serde_json::to_string_pretty(report)?);
+        } else {
+            print!("{}", report.to_text());
+        }
+        Ok(())
+    })?;
+    eprintln!("vmtrace: recording written to {}", path.display());
+    Ok(0)
+}
+
+fn kernels_options(a: KernelsArgs) -> kernels::KernelsOptions {
+    kernels::KernelsOptions {
+        kernels: a.kernels,
+        mem: a.mem,
+        swap: a.swap,
+        disk: a.disk,
+        cpus: a.cpus,
+        repeat: a.repeat,
+        timeout: Duration::from_secs(a.timeout.max(10)),
+        kvm: a.kvm,
+        out: a.out,
+        command: a.command,
+    }
+}
+
+/// `vmtrace probes`: the catalogue against this kernel.
+fn probes_command(json: bool) -> Result<i32> {
+    let listed = crate::session::tracer::probe_listing()?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&listed).unwrap_or_default()
+        );
+    } else {
+        print!(
+            "{}",
+            crate::view::report::probes_text(&crate::host::proc::kernel_release(), &listed)
+        );
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::ffi::OsString;
+
+    fn v(args: &str) -> Vec<OsString> {
+        args.split(' ').map(OsString::from).collect()
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_and_help_is_not_an_error() {
+        for (args, want) in [
+            (
+                "vmtrace run --interval 0 -- true",
+                "--interval 0 is out of range",
+            ),
+            ("vmtrace run --mem -1G -- true", "negative"),
+            (
+                "vmtrace run",
+                "required arguments were not provided: <COMMAND>",
+            ),
+            ("vmtrace nosuch", "unrecognized subcommand 'nosuch'"),
+        ] {
+            let e = Cli::try_parse_from(v(args)).expect_err(args);
+            let line = one_line_usage_error(&e).expect("an error");
+            assert!(!line.contains('\n'), "{line}");
+            assert!(
+                line.contains(want) && line.ends_with("; see --help"),
+                "{line}"
+            );
+        }
+        let e = Cli::try_parse_from(v("vmtrace run --help")).expect_err("help");
+        assert_eq!(one_line_usage_error(&e), None);
+    }
+}

@@ -1,0 +1,429 @@
+//! The command line: clap's definitions of every subcommand and their
+//! value parsers (`mod.rs`), the rewriting of argv before clap parses it
+//! (`argv`: vmtrace's options after a bundled workload's name, compare's
+//! options among the recordings), and the thin dispatch of parsed
+//! arguments to the session and view layers (`dispatch`, and `views` for
+//! the subcommands that only read recordings).
+
+mod argv;
+mod dispatch;
+mod views;
+
+pub use argv::hoist_bundled_options;
+pub use dispatch::{dispatch, one_line_usage_error};
+
+use std::{ffi::OsString, path::PathBuf};
+
+use clap::{Parser, Subcommand};
+
+use crate::model::units::parse_size;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vmtrace",
+    version,
+    about = "Trace reclaim, page faults and swap of a workload with eBPF",
+    long_about = "vmtrace runs a command under eBPF probes on the kernel's reclaim, \
+page-fault and swap paths, optionally in a small memory box (a memory cgroup plus a \
+temporary swapfile), and reports where the command's time and memory went: reclaim \
+stall histograms, LRU scan/reclaim totals per node, fault counts, swap traffic, each \
+next to the kernel's own counters. Needs root (eBPF, cgroups, swapon).",
+    after_help = "Examples:\n  \
+sudo vmtrace run --mem 256M --swap 1G -- ./qsbench -m 350\n  \
+sudo vmtrace run --json -- make -j4 > report.json"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Commands,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Commands {
+    /// Run a command under the probes and print what happened to its memory
+    #[command(
+        long_about = "Runs COMMAND under vmtrace's probes and prints a report: exit \
+status, wall/user/system time, faults, reclaim stall histograms (count, p50, p90, \
+p99, p99.9, max and a bar chart), LRU scanned/reclaimed per node and reclaim \
+context, and swap traffic, each beside the matching /proc/vmstat delta.\n\n\
+With --mem the command runs in a fresh memory cgroup (cgroup v2 memory.max, or v1 \
+memory.limit_in_bytes where the memory controller is on v1); with --swap a \
+temporary swapfile is added for the run. Both are removed afterwards, also on \
+errors and Ctrl-C.\n\n\
+Bundled workloads run by bare name, from vmtrace itself: `qsbench` (the 2001 \
+qsbench; default -m 350 in a 256 MiB box with 2 GiB of swap), `build` (make -jN of \
+a generated C tree; default -j 5 in 64 MiB with 1 GiB of swap; -j takes a comma \
+list to sweep, e.g. -j 5,10,15) and `memhog` (default --mib 512 --passes 2 in 256 \
+MiB with 1 GiB). The default box applies when neither --mem nor --swap is given; \
+vmtrace's own options may also follow the workload's name. --repeat N runs each \
+configuration N times and ends with the seed mails' table (elapsed per run, mean, \
+stddev, min, max).\n\n\
+Ctrl-C (or SIGTERM/SIGHUP) is passed to the command and the report is still \
+printed; a second one kills the command. vmtrace exits with the command's exit \
+status (128+N if signal N killed it).",
+        after_help = "Examples:\n  \
+sudo vmtrace run qsbench\n  \
+sudo vmtrace run qsbench -n 90000000 -p 1 -s 140175100 --mem 256M --swap 400M --repeat 3\n  \
+sudo vmtrace run build -j 5,10,15 --mem 64M --swap 1G --repeat 3\n  \
+sudo vmtrace run --mem 256M --swap 1G -- ./my-benchmark\n  \
+sudo vmtrace run --json -- make -j4 > report.json"
+    )]
+    Run(RunArgs),
+    /// List every metric, the kernel hooks behind it, and whether this
+    /// kernel has them
+    #[command(
+        long_about = "Lists every metric vmtrace can measure, the tracepoints and \
+perf events behind it, and whether the running kernel offers them (resolving \
+tracepoint fields from tracefs exactly as `run` does). A metric shown as UNAVAILABLE \
+says why; `run` skips it with a notice and measures the rest. Needs root to read \
+tracefs."
+    )]
+    Probes {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trace processes that are already running (a build someone else
+    /// started), until Ctrl-C, --duration, or they all exit
+    #[command(
+        long_about = "Attaches vmtrace's probes to processes already running and \
+reports on them as `run` does, then writes a recording. Targets: --pid PID (that \
+process and all its descendants, also those forked after attaching: followed in the \
+kernel from their first instruction), --cgroup PATH (every task in a cgroup v2 \
+directory, by cgroup id; for a v1 cgroup, its processes now and what they fork), \
+--comm NAME (processes with that name and their descendants). Targets combine; with \
+none, every task is traced. Stops on Ctrl-C, SIGTERM or SIGHUP, after --duration, \
+or when every target has exited. Processes attached to were not started by vmtrace: \
+the report has no exit status or rusage, the delay accounting covers threads that \
+exit while attached.",
+        after_help = "Examples:\n  \
+sudo vmtrace attach --pid $(pgrep -o make) --interval 1\n  \
+sudo vmtrace attach --cgroup /sys/fs/cgroup/system.slice/build.service --duration 60\n  \
+sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json"
+    )]
+    Attach(AttachArgs),
+    /// Run the same job on other kernels, each booted in a QEMU guest
+    /// with a small memory size, and compare them
+    #[command(
+        long_about = "Boots each --kernel in a QEMU guest (TCG; --kvm where the host's \
+KVM runs stock kernels) with --mem of memory (the modern mem=64M), the host's root \
+shared read-only, a scratch disk for /var/tmp and, with --swap, a swap disk; runs \
+this very vmtrace binary inside with the `run ...` given after --, brings the \
+recording home (labelled with the guest's kernel release), and ends with `vmtrace \
+compare` of the kernels. `--kernel host` runs the same command on the host, for \
+reference. Each kernel's directory keeps its recording, vmtrace's output and the \
+guest's console log; a guest that panics, hangs (--timeout) or does not boot is \
+reported with its last console lines, and the other kernels still run. Under TCG \
+guest wall times are several times the host's and only comparable between guests; \
+counters are real. Debian kernels are downloaded with apt-get download and unpacked \
+into /var/cache/vmtrace/kernels, never installed.",
+        after_help = "Examples:\n  \
+sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 --mem 512M -- run qsbench -m 200 --mem 128M --swap 1G\n  \
+sudo vmtrace kernels --kernel /boot/vmlinuz-6.1.0-57-amd64 --kernel host -- run build -j 4\n  \
+sudo vmtrace kernels --kernel ./bzImage:./modules/6.13.0 --swap 1G -- run memhog"
+    )]
+    Kernels(KernelsArgs),
+    /// Print the report of one or more recordings
+    #[command(
+        long_about = "Prints what `run` printed, from recordings: the machine and \
+settings the recording was made with, then each run's report (the time line, \
+histograms as text bars with count, p50, p90, p99, p99.9 and max, LRU and zone \
+tables, the processes that stalled most, OOM events) and the table of the runs. \
+Colour on a terminal only; NO_COLOR turns it off.",
+        after_help = "Examples:\n  \
+vmtrace report vmtrace-qsbench-6.18.44-20261130T030405Z.vmtrace.json\n  \
+vmtrace report --json run.vmtrace.json | jq .runs[0].report.usage"
+    )]
+    Report {
+        /// Recordings written by `vmtrace run`
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print the recordings as JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare groups of recordings: is B really slower than A, and why
+    #[command(
+        long_about = "Compares groups of recordings: the files before the first --vs \
+are group A, the baseline (repeated runs of one kernel or setting); each --vs starts \
+another group. For every metric: each group's mean, the change against A and its \
+significance by Welch's t-test (* p < 0.05, ** p < 0.01, ~ within noise; with one \
+run in a group significance cannot be judged). Then where the elapsed time went \
+(user and system CPU, reclaim stalls, swap-in and refault waits from the kernel's \
+delay accounting, compaction, the rest unexplained), and the mechanisms behind the \
+difference, strongest first, each with its numbers. A difference that is not \
+significant is called within noise, and no cause is named.\n\n\
+Groups are labelled by kernel release, or on one kernel by the vm sysctl that \
+differs; --label names them. Recordings of different workloads are refused \
+(--force compares them anyway); different machines or memory limits are warned \
+about.",
+        after_help = "Examples:\n  \
+vmtrace compare old-*.vmtrace.json --vs new-*.vmtrace.json\n  \
+vmtrace compare a.vmtrace.json --vs b.vmtrace.json --label 6.1 --label 6.12 --detail\n  \
+vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json"
+    )]
+    Compare {
+        /// Recordings: group A (the baseline), then `--vs` and the
+        /// recordings of group B, and so on
+        #[arg(required = true, value_name = "FILE... --vs FILE...", allow_hyphen_values = true, num_args = 1..)]
+        files: Vec<String>,
+        /// Name a group (once per group, in order: A, B, ...)
+        #[arg(long, value_name = "NAME")]
+        label: Vec<String>,
+        /// Also show each metric's stddev, min and max
+        #[arg(long)]
+        detail: bool,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+        /// text: mail-ready (ASCII, <= 72 columns, no colour); auto: the
+        /// same, with bold headings on a terminal (NO_COLOR turns that off)
+        #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = ["auto", "text", "json"])]
+        format: String,
+        /// Also write the groups' latency distributions, overlaid, as SVG
+        /// (or PNG, when PATH ends in .png)
+        #[arg(long, value_name = "PATH")]
+        svg: Option<PathBuf>,
+        /// Compare recordings of different workloads anyway
+        #[arg(long)]
+        force: bool,
+    },
+    /// Convert a recording for mail, plots, spreadsheets or HdrHistogram tools
+    #[command(
+        long_about = "Writes a recording in another format, on stdout or to -o PATH:\n\n  \
+text        mail-ready report: ASCII, <= 72 columns, no tabs (paste under \"Results:\")\n  \
+json        the recording itself\n  \
+csv         tidy metrics: run,label,kernel,metric,value (one row per number)\n  \
+series-csv  the time series: one row per run and step, counters cumulative\n  \
+hlog        HdrHistogram interval log (format 1.3): one tag per histogram, one\n              \
+interval per time-series step, plus <tag>.whole_run for the whole run\n  \
+svg         plots: latency percentiles (every run of every FILE overlaid) and\n              \
+pressure over time (scan/reclaim, swap, free pages vs watermarks)\n  \
+png         the same plots as a PNG image (-o FILE.png)\n\n\
+Several FILEs are allowed for svg and png (overlaid); the other formats take one.",
+        after_help = "Examples:\n  \
+vmtrace export run.vmtrace.json --format text > results.txt\n  \
+vmtrace export run.vmtrace.json --format hlog -o run.hlog\n  \
+vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
+    )]
+    Export {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Output format
+        #[arg(long, short, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(crate::view::export::FORMATS))]
+        format: String,
+        /// Write to PATH instead of stdout
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
+    /// Run a bundled workload in this process (what `vmtrace run qsbench`
+    /// starts inside the box)
+    #[command(hide = true)]
+    Workload {
+        name: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Memory limit of the box, e.g. 256M or 1G (a fresh memory cgroup)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub mem: Option<u64>,
+
+    /// Add a temporary swapfile of SIZE for the run, e.g. 1G
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub swap: Option<u64>,
+
+    /// Directory for the swapfile (a filesystem that supports swapfiles)
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub swap_dir: PathBuf,
+
+    /// Time every user page fault of the command, minor and major
+    #[arg(
+        long,
+        long_help = "Time every user page fault of the command (minor and major \
+latency histograms). Off by default because it costs the fault path: measured \
+here, about +200 ns on a ~2.1 us first-touch minor fault (~10%; up to ~20% on a \
+warm fault loop), from a tp_btf program on page_fault_user plus a perf-event \
+program on PAGE_FAULTS_MIN. Fault counts need none of this: they come from \
+rusage, the kernel's per-task counters and the PAGE_FAULTS_MAJ event. Faults \
+taken inside the kernel through get_user_pages (mlock, MAP_POPULATE) are not \
+timed: the kernel raises no perf event for them."
+    )]
+    pub fault_latency: bool,
+
+    /// Count page allocations per zone (kmem:mm_page_alloc; a hot path)
+    #[arg(
+        long,
+        long_help = "Count the pages allocated from each zone (kmem:mm_page_alloc, \
+zone found from the pfn): the seed mails' question of uneven pressure on the DMA \
+and Normal zones. Off by default: every page allocation of every task runs the \
+probe (see docs/BENCHMARKS.md for its measured cost)."
+    )]
+    pub page_alloc: bool,
+
+    /// Report each eBPF program's runs and average run time (switches
+    /// kernel.bpf_stats_enabled on for the run: ~20 ns per program run)
+    #[arg(long)]
+    pub bpf_stats: bool,
+
+    /// Run the command as root under sudo. By default it runs as the
+    /// user who ran sudo (SUDO_UID/SUDO_GID), so that it creates no
+    /// root-owned files in that user's tree
+    #[arg(long)]
+    pub as_root: bool,
+
+    /// Attach nothing: run the command in the same box, untraced (the
+    /// baseline for measuring what tracing costs)
+    #[arg(long, conflicts_with_all = ["fault_latency", "page_alloc", "bpf_stats"])]
+    pub no_probes: bool,
+
+    /// Print the report as JSON on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Seconds between time-series snapshots (counters, /proc/vmstat, PSI,
+    /// zone watermarks); fractions allowed
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_interval)]
+    pub interval: f64,
+
+    /// Run the command N times (a fresh box each time), then print the
+    /// table of the runs: elapsed time, mean, stddev, min, max
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+
+    /// Write the recording to PATH [default:
+    /// ./vmtrace-WORKLOAD-KERNEL-UTCTIME.vmtrace.json]
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// Progress on stderr: a status line rewritten in place (tty), a line
+    /// every 10 s (plain), or none; auto picks tty on a terminal
+    #[arg(long, value_name = "MODE", default_value = "auto",
+          value_parser = ["auto", "tty", "plain", "none"])]
+    pub progress: String,
+
+    /// Set a sysctl for the runs, e.g. vm.page-cluster=0 (repeatable);
+    /// restored afterwards, also on errors and Ctrl-C
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_sysctl)]
+    pub sysctl: Vec<(String, String)>,
+
+    /// No progress output (the same as --progress none)
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// The command to trace, and its arguments (after --)
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct KernelsArgs {
+    /// A kernel to boot (repeatable): an image path (bzImage or vmlinuz;
+    /// IMAGE:MODULES_DIR for its modules), debian:6.1 or debian:6.12 (the
+    /// newest Debian package of that line), a Debian package name, or
+    /// `host` (no guest: this machine)
+    #[arg(long = "kernel", value_name = "K", required = true)]
+    pub kernels: Vec<String>,
+    /// Guest memory (the modern mem=...)
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub mem: u64,
+    /// Give the guest a swap disk of SIZE, active before the run
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub swap: Option<u64>,
+    /// Size of the guest's /var/tmp disk (ext4, sparse on the host): room
+    /// for the swapfile `run --swap` makes, plus the 1 GiB it keeps spare
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]
+    pub disk: u64,
+    /// Guest CPUs
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub cpus: u32,
+    /// Runs of the command in each guest (`run --repeat`)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Seconds a guest may take, boot to power-off, before it is killed
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    pub timeout: u64,
+    /// Use KVM instead of TCG (where the host's KVM runs stock kernels)
+    #[arg(long)]
+    pub kvm: bool,
+    /// Directory for the results [default: ./vmtrace-kernels-UTCTIME]
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// `run` and its arguments, as for `vmtrace run` (after --)
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "run ARGS"
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AttachArgs {
+    /// A process to trace, with its descendants (repeatable)
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// A cgroup directory whose tasks to trace (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Vec<PathBuf>,
+    /// Processes with this name (comm), with their descendants (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub comm: Vec<String>,
+    /// Stop after SECS seconds
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub duration: Option<f64>,
+    /// Print a compact line every SECS seconds while attached, like
+    /// `vmstat 1` (and take the time-series snapshots that often; 1 s
+    /// without it)
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
+    /// Time every user page fault of the targets (costs the fault path)
+    #[arg(long)]
+    pub fault_latency: bool,
+    /// Count page allocations per zone (a hot path)
+    #[arg(long)]
+    pub page_alloc: bool,
+    /// Write the recording to PATH [default:
+    /// ./vmtrace-attach-KERNEL-UTCTIME.vmtrace.json]
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Print the report as JSON on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `NAME=VALUE` of --sysctl; the name must exist under /proc/sys.
+fn parse_sysctl(text: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(format!("`{text}`: give NAME=VALUE, like vm.page-cluster=0"));
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains("..") || name.starts_with('/') {
+        return Err(format!("`{name}` is not a sysctl name; like vm.swappiness"));
+    }
+    let path = std::path::Path::new("/proc/sys").join(name.replace('.', "/"));
+    if !path.is_file() {
+        return Err(format!(
+            "this kernel has no sysctl {name} ({} does not exist)",
+            path.display()
+        ));
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+/// A sampling interval: at least 10 ms, at most an hour.
+fn parse_interval(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds, like 1 or 0.5"))?;
+    if !(0.01..=3600.0).contains(&v) {
+        return Err(format!(
+            "--interval {text} is out of range; use 0.01 to 3600 seconds"
+        ));
+    }
+    Ok(v)
+}

@@ -1,0 +1,179 @@
+//! The subcommands that only read recordings: `report`, `compare` and
+//! `export`. Each reads its files, asks the view layer for text, JSON or
+//! an image, and prints it or writes it where `-o`/`--svg` says.
+
+use std::{
+    io::{IsTerminal, Write},
+    path::{Path, PathBuf},
+};
+
+use anyhow::Result;
+
+use crate::{
+    model::recording::Recording,
+    session::preflight::check_writable,
+    view::compare::{Comparison, GroupInput},
+};
+
+fn read_all(files: &[PathBuf]) -> Result<Vec<Recording>> {
+    files.iter().map(|f| Recording::read(f)).collect()
+}
+
+/// Whether stdout is a terminal that wants colour (NO_COLOR unset).
+fn colour_on_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// `vmtrace report`: each recording's text, coloured on a terminal.
+pub(super) fn report_command(files: &[PathBuf], json: bool) -> Result<i32> {
+    let recordings = read_all(files)?;
+    if json {
+        let v = if recordings.len() == 1 {
+            serde_json::to_value(&recordings[0])?
+        } else {
+            serde_json::to_value(&recordings)?
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    let colour = colour_on_stdout();
+    for (i, (rec, file)) in recordings.iter().zip(files).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let mut text = format!("recording: {}\n", file.display());
+        text.push_str(&crate::view::export::text::render(rec));
+        if colour {
+            text = crate::view::report::colourize(&text);
+        }
+        print!("{text}");
+    }
+    Ok(0)
+}
+
+/// `vmtrace compare`: groups of recordings side by side.
+pub(super) fn compare_command(
+    args: &[String],
+    labels: &[String],
+    detail: bool,
+    format: &str,
+    svg: Option<&Path>,
+    force: bool,
+) -> Result<i32> {
+    let groups = compare_groups(args, labels)?;
+    let recordings: Vec<Vec<Recording>> =
+        groups.iter().map(|g| read_all(g)).collect::<Result<_>>()?;
+    let inputs: Vec<GroupInput> = groups
+        .iter()
+        .zip(&recordings)
+        .enumerate()
+        .map(|(i, (files, recs))| GroupInput {
+            label: labels.get(i).cloned(),
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+            recordings: recs.iter().collect(),
+        })
+        .collect();
+    let cmp = crate::view::compare::compare(&inputs, force)?;
+    if let Some(path) = svg {
+        write_plots(path, &cmp, &inputs)?;
+    }
+    let text = || crate::view::compare::text::render(&cmp, detail);
+    match format {
+        "json" => println!("{}", serde_json::to_string_pretty(&cmp)?),
+        "auto" if colour_on_stdout() => {
+            print!("{}", crate::view::report::colourize(&text()));
+        }
+        _ => print!("{}", text()),
+    }
+    Ok(0)
+}
+
+/// The recordings of each group: A before the first `--vs`, then one
+/// group after each; refused when fewer than two, one empty, an unknown
+/// option among them, or more labels than groups.
+fn compare_groups(args: &[String], labels: &[String]) -> Result<Vec<Vec<PathBuf>>> {
+    let groups: Vec<Vec<PathBuf>> = args
+        .split(|a| a == "--vs")
+        .map(|g| g.iter().map(PathBuf::from).collect())
+        .collect();
+    if groups.len() < 2 {
+        anyhow::bail!(
+            "compare needs two groups: vmtrace compare A.vmtrace.json... --vs B.vmtrace.json..."
+        );
+    }
+    if let Some(i) = groups.iter().position(Vec::is_empty) {
+        anyhow::bail!(
+            "group {} has no recordings: give files after each --vs",
+            char::from(b'A' + (i % 26) as u8)
+        );
+    }
+    if let Some(flag) = args.iter().find(|a| a.starts_with('-') && *a != "--vs") {
+        anyhow::bail!("unknown option {flag} among the recordings; see vmtrace compare --help");
+    }
+    if labels.len() > groups.len() {
+        anyhow::bail!(
+            "{} --label given for {} groups; give one per group, in order",
+            labels.len(),
+            groups.len()
+        );
+    }
+    Ok(groups)
+}
+
+/// `compare --svg PATH`: the groups' latency plots, as SVG, or as PNG
+/// when PATH ends in .png.
+fn write_plots(path: &Path, cmp: &Comparison, inputs: &[GroupInput]) -> Result<()> {
+    check_writable(path)?;
+    let page = crate::view::compare::svg(cmp, inputs);
+    let bytes = if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+    {
+        crate::view::export::png::to_png(&page)?
+    } else {
+        page.into_bytes()
+    };
+    std::fs::write(path, bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {}: {e}; choose another path with --svg",
+            path.display()
+        )
+    })?;
+    eprintln!("vmtrace: latency plots written to {}", path.display());
+    Ok(())
+}
+
+/// `vmtrace export`: one recording (several for svg) in another format.
+pub(super) fn export_command(
+    files: &[PathBuf],
+    format: &str,
+    output: Option<&Path>,
+) -> Result<i32> {
+    let recordings = read_all(files)?;
+    let refs: Vec<&Recording> = recordings.iter().collect();
+    let bytes = crate::view::export::render(&refs, format)?;
+    match output {
+        Some(path) => {
+            check_writable(path)?;
+            std::fs::write(path, &bytes).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write {}: {e}; choose another path with -o",
+                    path.display()
+                )
+            })?;
+            if let Some((uid, gid)) = crate::model::recording::sudo_owner() {
+                let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
+            }
+        }
+        None => {
+            if format == "png" && std::io::stdout().is_terminal() {
+                anyhow::bail!("PNG is binary; write it to a file with -o plots.png");
+            }
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| anyhow::anyhow!("writing to stdout: {e}"))?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,217 @@
+//! A job: everything one `vmtrace run` or `vmtrace attach` command line
+//! does around its traced windows. For `run`: the start-up checks, the
+//! `--sysctl` settings (restored afterwards), every configuration of a
+//! sweep `--repeat` times, and the recording, rewritten after each run so
+//! that an interruption or a failed run keeps every finished one. For
+//! `attach`: the checks, the window, and its recording. What is printed
+//! on stdout is the caller's.
+
+use std::{
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
+
+use anyhow::Result;
+
+use crate::{
+    host::proc::kernel_release,
+    host::sysctl::SysctlOverride,
+    model::recording::{Environment, RecordedRun, Recording, Workload, sudo_owner},
+    model::report::RunReport,
+    session::attach::{AttachOptions, attach},
+    session::bundled::{sweep, workload_of},
+    session::preflight,
+    session::run::{RunOptions, run},
+};
+
+/// `vmtrace run`, whole.
+pub struct JobOptions {
+    /// One run's options (a sweep's comma list still in the command).
+    pub run: RunOptions,
+    /// Runs of each configuration.
+    pub repeat: u32,
+    /// `--sysctl NAME=VALUE`s, set for the runs.
+    pub sysctls: Vec<(String, String)>,
+    /// The recording's path; a default one when None.
+    pub output: Option<PathBuf>,
+}
+
+/// A job whose runs are over.
+pub struct Finished {
+    /// Every finished run, as written to `path`.
+    pub recording: Recording,
+    pub path: PathBuf,
+    /// What vmtrace exits with: the last failing run's code, or 0.
+    pub exit_code: i32,
+    /// Runs planned: configurations times repeats.
+    pub total: usize,
+    /// The `--sysctl` settings: restored when this is dropped, after the
+    /// caller has printed its summary.
+    _sysctls: Vec<SysctlOverride>,
+}
+
+/// Runs every configuration `repeat` times; `each` is given each run's
+/// report (and the number of runs planned) as soon as it ends.
+pub fn run_job(opts: &JobOptions, each: impl FnMut(&RunReport, usize)) -> Result<Finished> {
+    preflight::require_root()?;
+    // Before the environment is captured, so the recording shows them;
+    // restored when the guards drop with the `Finished`.
+    preflight::restore_stale_sysctls();
+    let sysctls = set_sysctls(&opts.sysctls)?;
+    let configs = sweep(&opts.run)?;
+    let mut workload = workload_of(&configs[0].1);
+    workload.arguments = workload_of(&opts.run).arguments;
+    let path = output_path(opts.output.as_deref(), &workload.name);
+    preflight::check_writable(&path)?;
+    let mut out = Output {
+        recording: Recording::new(workload, Environment::capture()),
+        path,
+        owner: sudo_owner(),
+        total: configs.len() * opts.repeat as usize,
+    };
+    let exit_code = run_all(&configs, opts.repeat, &mut out, each)?;
+    Ok(Finished {
+        recording: out.recording,
+        path: out.path,
+        exit_code,
+        total: out.total,
+        _sysctls: sysctls,
+    })
+}
+
+/// Sets each `--sysctl`, saying so; the guards restore them.
+fn set_sysctls(sysctls: &[(String, String)]) -> Result<Vec<SysctlOverride>> {
+    let mut guards = Vec::new();
+    for (name, value) in sysctls {
+        if let Some(g) = SysctlOverride::set(name, value)? {
+            eprintln!("vmtrace: {name} set to {value} for the runs (restored after)");
+            guards.push(g);
+        }
+    }
+    Ok(guards)
+}
+
+/// `-o PATH`, or ./vmtrace-WORKLOAD-KERNEL-UTCTIME.vmtrace.json.
+fn output_path(output: Option<&Path>, workload: &str) -> PathBuf {
+    output
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Recording::default_path(workload, &kernel_release(), SystemTime::now()))
+}
+
+/// The recording being made, and where it goes.
+struct Output {
+    recording: Recording,
+    path: PathBuf,
+    owner: Option<(u32, u32)>,
+    total: usize,
+}
+
+/// The runs, one after the other; stops after an interrupted run. A run
+/// that fails ends the job, its finished runs written first.
+fn run_all(
+    configs: &[(String, RunOptions)],
+    repeat: u32,
+    out: &mut Output,
+    mut each: impl FnMut(&RunReport, usize),
+) -> Result<i32> {
+    let total = out.total;
+    let mut exit_code = 0;
+    let mut n = 0;
+    for (label, opts) in configs {
+        for _ in 0..repeat {
+            n += 1;
+            if total > 1 {
+                eprintln!("vmtrace: run {n} of {total} {label}");
+            }
+            let outcome = match run(opts) {
+                Ok(o) => o,
+                Err(e) => {
+                    let why = format!("run {n} of {total} failed: {e:#}");
+                    out.keep_finished(&why)?;
+                    return Err(e);
+                }
+            };
+            each(&outcome.report, total);
+            if outcome.exit_code != 0 {
+                exit_code = outcome.exit_code;
+            }
+            let interrupted = outcome.report.exit.interrupted;
+            out.recording.runs.push(RecordedRun {
+                label: label.clone(),
+                report: outcome.report,
+            });
+            if interrupted {
+                let why = format!("interrupted during run {n} of {total}");
+                out.recording.mark_incomplete(&why);
+            }
+            out.recording.write(&out.path, out.owner)?;
+            if interrupted {
+                return Ok(exit_code);
+            }
+        }
+    }
+    Ok(exit_code)
+}
+
+impl Output {
+    /// After a failed run: the runs that did finish, marked incomplete,
+    /// written (nothing when none did).
+    fn keep_finished(&mut self, why: &str) -> Result<()> {
+        if self.recording.runs.is_empty() {
+            return Ok(());
+        }
+        self.recording.mark_incomplete(why);
+        self.recording.write(&self.path, self.owner)?;
+        eprintln!(
+            "vmtrace: recording of the {} finished run(s) written to {}",
+            self.recording.runs.len(),
+            self.path.display()
+        );
+        Ok(())
+    }
+}
+
+/// `vmtrace attach`, whole: the window is traced, its report given to
+/// `show`, and the recording written; returns the recording's path.
+pub fn attach_job(
+    opts: &AttachOptions,
+    output: Option<&Path>,
+    show: impl FnOnce(&RunReport) -> Result<()>,
+) -> Result<PathBuf> {
+    preflight::require_root()?;
+    let words = attach_words(opts);
+    let workload = Workload {
+        name: "attach".into(),
+        arguments: words[1..].to_vec(),
+        seed: None,
+    };
+    let path = output_path(output, "attach");
+    preflight::check_writable(&path)?;
+    let mut recording = Recording::new(workload, Environment::capture());
+    let report = attach(opts, words)?;
+    show(&report)?;
+    if report.exit.interrupted {
+        recording.mark_incomplete("stopped by a signal");
+    }
+    recording.runs.push(RecordedRun {
+        label: String::new(),
+        report,
+    });
+    recording.write(&path, sudo_owner())?;
+    Ok(path)
+}
+
+/// How an attach names what it traced: `attach --pid 42 --comm cc1`.
+fn attach_words(opts: &AttachOptions) -> Vec<String> {
+    let mut words = vec!["attach".to_string()];
+    for p in &opts.pids {
+        words.push(format!("--pid {p}"));
+    }
+    for c in &opts.cgroups {
+        words.push(format!("--cgroup {}", c.display()));
+    }
+    for c in &opts.comms {
+        words.push(format!("--comm {c}"));
+    }
+    words
+}

@@ -1,0 +1,463 @@
+//! What `run` and `attach` share to trace a window of time: the `Tracer`
+//! (tracefs and BTF resolved, the programs planned and attached), the
+//! `Window` (the machine's counters when it opened, delay accounting on
+//! for its length, and the report of what the kernel side measured when
+//! it closes), and the `Watch` (the time series sampled while it is
+//! open, with the progress line).
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Result, bail};
+use vmtrace_common::Target;
+
+use crate::{
+    host::membox::MemBox,
+    host::proc::kernel_release,
+    host::swapdev,
+    host::sysctl::SysctlOverride,
+    kernel::collect,
+    kernel::probes,
+    kernel::tracefs::{MountGuard, TraceFs},
+    model::histogram,
+    model::report::{ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
+    model::sample,
+    model::vmstat::VmStat,
+    session::progress::{self, Progress},
+};
+
+/// Environment variable naming a directory of tracefs `format` files to
+/// resolve fields from instead of the live tracefs (portability tests).
+pub const FORMATS_ENV: &str = "VMTRACE_TRACEFS_FORMATS";
+
+/// Environment variable naming the kernel BTF file to read instead of
+/// /sys/kernel/btf/vmlinux; a path that does not exist means "this kernel
+/// has no BTF" (portability tests).
+pub const BTF_ENV: &str = "VMTRACE_BTF";
+
+/// The probes, attached for a target, and what they were attached with:
+/// what `run` and `attach` share.
+pub struct Tracer {
+    pub probes: probes::Probes,
+    pub swap_layout: swapdev::SwapLayout,
+    pub unavailable: Vec<Unavailable>,
+    pub partial: Vec<Unavailable>,
+}
+
+impl Tracer {
+    /// Resolves fields (tracefs, BTF), plans and attaches every program,
+    /// saying which metrics are unavailable or incomplete.
+    pub fn attach(target: Target, opted_in: &[probes::OptIn]) -> Result<Tracer> {
+        // Another vmtrace attaching at the same time must not unmount the
+        // tracefs this one mounted (or the other way round).
+        let _attaching = crate::host::lock::Lock::take("attach");
+        let (tracefs, _tracefs_mount) = layouts_tracefs()?;
+        if tracefs.format("sched", "sched_process_exit")?.is_none()
+            && tracefs
+                .format("vmscan", "mm_vmscan_lru_shrink_inactive")?
+                .is_none()
+        {
+            bail!(
+                "this kernel shows no tracepoints in tracefs (built without \
+                 CONFIG_TRACEPOINTS/CONFIG_FTRACE, or tracefs hidden from this \
+                 container); vmtrace cannot measure anything here"
+            );
+        }
+        let btf = kernel_btf();
+        let plan = probes::plan(&tracefs, btf.as_ref().map(|b| b as _), opted_in)?;
+        let swap_layout = swapdev::SwapLayout::read().unwrap_or_else(|e| {
+            eprintln!("vmtrace: notice: swap areas unreadable, swap I/O not timed: {e:#}");
+            swapdev::SwapLayout::default()
+        });
+        let zones = std::fs::read_to_string("/proc/zoneinfo")
+            .map(|z| sample::parse_zoneinfo(&z))
+            .unwrap_or_default();
+        let layout = probes::Layout {
+            target,
+            swap: swap_layout.to_global(),
+            zones: sample::zone_spans(&zones),
+            fault_latency: plan.is_enabled("fault_latency"),
+        };
+        let probes = probes::attach(plan, &layout)?;
+        let (unavailable, partial) = told_missing(&probes);
+        Ok(Tracer {
+            probes,
+            swap_layout,
+            unavailable,
+            partial,
+        })
+    }
+}
+
+/// The metrics the plan or the attaching left out, and those only partly
+/// measured, each said on stderr.
+fn told_missing(probes: &probes::Probes) -> (Vec<Unavailable>, Vec<Unavailable>) {
+    let listed = |v: &[(&'static str, String)]| -> Vec<Unavailable> {
+        v.iter()
+            .map(|(metric, reason)| Unavailable {
+                metric: metric.to_string(),
+                reason: reason.clone(),
+            })
+            .collect()
+    };
+    let mut unavailable = listed(&probes.plan.unavailable);
+    unavailable.extend(listed(&probes.attach_failures));
+    for u in &unavailable {
+        eprintln!("vmtrace: notice: {} unavailable: {}", u.metric, u.reason);
+    }
+    let partial = listed(&probes.plan.partial);
+    for u in &partial {
+        eprintln!("vmtrace: notice: {} incomplete: {}", u.metric, u.reason);
+    }
+    (unavailable, partial)
+}
+
+/// The tracefs to resolve tracepoint layouts from: the live one (mounted
+/// for as long as the guard lives), or the copy `FORMATS_ENV` names (a
+/// tree with a tracepoint removed, in the tests). Attaching always uses
+/// the live tracefs.
+fn layouts_tracefs() -> Result<(TraceFs, Option<MountGuard>)> {
+    let (live, mount) = TraceFs::live()?;
+    let tracefs = match std::env::var_os(FORMATS_ENV) {
+        Some(dir) => TraceFs::at(Path::new(&dir)),
+        None => live,
+    };
+    Ok((tracefs, mount))
+}
+
+/// `vmtrace probes`: the catalogue against the live kernel.
+pub fn probe_listing() -> Result<Vec<probes::Listed>> {
+    crate::session::preflight::require_root()?;
+    let _attaching = crate::host::lock::Lock::take("attach");
+    let (tracefs, _mount) = layouts_tracefs()?;
+    let btf = kernel_btf();
+    probes::listing(&tracefs, btf.as_ref().map(|b| b as _))
+}
+
+/// The running kernel's BTF, if it has any (a notice when it has none or
+/// it is unreadable: the metrics that need it are off).
+fn kernel_btf() -> Option<crate::kernel::btf::Btf> {
+    let path = std::env::var_os(BTF_ENV).map_or_else(
+        || "/sys/kernel/btf/vmlinux".into(),
+        std::path::PathBuf::from,
+    );
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!(
+                "vmtrace: notice: no kernel BTF ({}: {e}; a kernel built without \
+                 CONFIG_DEBUG_INFO_BTF): the metrics that need it are off",
+                path.display()
+            );
+            return None;
+        }
+    };
+    crate::kernel::btf::Btf::parse(&data)
+        .map_err(|e| eprintln!("vmtrace: notice: kernel BTF unusable: {e:#}"))
+        .ok()
+}
+
+/// The traced window: the machine's counters when it opened, and delay
+/// accounting switched on for its length.
+pub struct Window {
+    pub before: VmStat,
+    kswapd_cpu_before: Vec<(u32, f64)>,
+    started: Instant,
+    started_unix_s: f64,
+    started_mono_ns: u64,
+    delayacct: Option<SysctlOverride>,
+    delayacct_on: bool,
+    /// --bpf-stats: report program costs; kernel.bpf_stats_enabled is on
+    /// for the window (the guard: None when it was on already).
+    bpf_stats: bool,
+    bpf_stats_guard: Option<SysctlOverride>,
+}
+
+/// What the probes held when the window closed, read before they were
+/// detached.
+struct Detached {
+    wall: Duration,
+    after: VmStat,
+    kswapd_cpu_after: Vec<(u32, f64)>,
+    totals: collect::KernelTotals,
+    program_costs: Option<Vec<ProgramCost>>,
+    misses: Vec<(String, u64)>,
+    oom_victims: Vec<vmtrace_common::OomVictim>,
+    enabled: Vec<&'static str>,
+}
+
+impl Window {
+    /// A window with nothing traced (`run --no-probes`): the machine's
+    /// counters and the time only; no sysctl is touched.
+    pub fn open_untraced() -> Result<Window> {
+        Ok(Window {
+            kswapd_cpu_before: Vec::new(),
+            before: VmStat::read()?,
+            started: Instant::now(),
+            started_unix_s: unix_now(),
+            started_mono_ns: collect::monotonic_ns(),
+            delayacct: None,
+            delayacct_on: false,
+            bpf_stats: false,
+            bpf_stats_guard: None,
+        })
+    }
+
+    /// Closes an untraced window: wall time and /proc/vmstat deltas.
+    pub fn close_untraced(self) -> RunReport {
+        let after = VmStat::read().unwrap_or_else(|_| self.before.clone());
+        RunReport {
+            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
+            kernel_release: kernel_release(),
+            started_unix_s: self.started_unix_s,
+            untraced: true,
+            usage: Usage {
+                wall_s: self.started.elapsed().as_secs_f64(),
+                ..Default::default()
+            },
+            vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &after)),
+            ..Default::default()
+        }
+    }
+
+    pub fn open(bpf_stats: bool) -> Result<Window> {
+        let bpf_stats_guard = if bpf_stats {
+            SysctlOverride::set("kernel.bpf_stats_enabled", "1")?
+        } else {
+            None
+        };
+        // The kernel's delay accounting, read at each target thread's
+        // exit: on for the window (restored by the guard, also on errors).
+        let (delayacct, delayacct_on) = match SysctlOverride::set("kernel.task_delayacct", "1") {
+            Ok(guard) => (guard, true),
+            Err(e) => {
+                eprintln!("vmtrace: notice: delay accounting unavailable: {e:#}");
+                (None, false)
+            }
+        };
+        Ok(Window {
+            kswapd_cpu_before: crate::host::proc::kswapd_cpu(),
+            before: VmStat::read()?,
+            started: Instant::now(),
+            started_unix_s: unix_now(),
+            started_mono_ns: collect::monotonic_ns(),
+            delayacct,
+            delayacct_on,
+            bpf_stats,
+            bpf_stats_guard,
+        })
+    }
+
+    /// Closes the window: reads every map and counter, detaches the
+    /// probes, and returns the report of what the kernel side measured
+    /// (the caller adds the command, exit and usage).
+    pub fn close(self, tracer: Tracer, samples: Vec<sample::Sample>) -> Result<RunReport> {
+        self.close_after(tracer, samples, Duration::from_secs(2))
+    }
+
+    /// `close`, waiting at most `settle` for swap I/O in flight to
+    /// complete (zero: detach at once, e.g. after Ctrl-C on an attach).
+    pub fn close_after(
+        mut self,
+        tracer: Tracer,
+        samples: Vec<sample::Sample>,
+        settle: Duration,
+    ) -> Result<RunReport> {
+        let Tracer {
+            probes,
+            swap_layout,
+            unavailable,
+            partial,
+        } = tracer;
+        if !settle.is_zero() {
+            swap_layout.wait_idle(settle);
+        }
+        let mut d = self.detach(probes)?;
+        let mut report = self.kernel_report(&mut d);
+        let enabled = |id: &str| d.enabled.contains(&id);
+        if enabled("kswapd") || enabled("kswapd_wakeups") {
+            let zones = std::fs::read_to_string("/proc/zoneinfo")
+                .map(|z| crate::host::proc::zone_names(&z))
+                .unwrap_or_default();
+            report.add_kswapd(&d.totals, &self.kswapd_cpu(&d.kswapd_cpu_after), &zones);
+        }
+        if enabled("oom") {
+            report.add_oom_victims(&d.oom_victims, self.started_mono_ns);
+        }
+        report.unavailable = unavailable;
+        report.partial = partial;
+        report.add_zones(&d.totals, &samples, enabled("page_alloc"));
+        if enabled("swap_io") {
+            report.add_swap_io(&d.totals, &swap_layout);
+        }
+        report.timeline = samples;
+        Ok(report)
+    }
+
+    /// Reads the counters and every map, switches delay accounting and
+    /// program statistics back, and detaches the probes.
+    fn detach(&mut self, mut probes: probes::Probes) -> Result<Detached> {
+        let wall = self.started.elapsed();
+        let after = VmStat::read()?;
+        let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
+        let totals = collect::read(&probes)?;
+        drop(self.delayacct.take());
+        let stats = probes.program_stats();
+        let program_costs = self.bpf_stats.then(|| {
+            stats
+                .iter()
+                .map(|s| ProgramCost {
+                    program: s.program.to_string(),
+                    runs: s.runs,
+                    run_ns: s.run_ns,
+                })
+                .collect::<Vec<_>>()
+        });
+        drop(self.bpf_stats_guard.take());
+        let misses = stats
+            .iter()
+            .filter(|s| s.misses > 0)
+            .map(|s| (s.program.to_string(), s.misses))
+            .collect();
+        probes.flush_log();
+        probes.drain_oom();
+        let oom_victims = std::mem::take(&mut probes.oom_victims);
+        let enabled = probes.plan.enabled.clone();
+        drop(probes);
+        Ok(Detached {
+            wall,
+            after,
+            kswapd_cpu_after,
+            totals,
+            program_costs,
+            misses,
+            oom_victims,
+            enabled,
+        })
+    }
+
+    /// The report of the kernel's totals over the window, with the
+    /// /proc/vmstat deltas, delays and program costs.
+    fn kernel_report(&self, d: &mut Detached) -> RunReport {
+        let mut report = RunReport {
+            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
+            kernel_release: kernel_release(),
+            started_unix_s: self.started_unix_s,
+            usage: Usage {
+                wall_s: d.wall.as_secs_f64(),
+                ..Default::default()
+            },
+            vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &d.after)),
+            ..Default::default()
+        };
+        report.add_kernel_totals(&d.totals, &|id| d.enabled.contains(&id));
+        if let Some(delays) = report.delays.as_mut() {
+            delays.accounting_on = self.delayacct_on;
+        }
+        report.dropped.program_misses = std::mem::take(&mut d.misses);
+        report.program_costs = d.program_costs.take();
+        report
+    }
+
+    /// Each kswapd's CPU seconds (node, at the opening, at the close).
+    fn kswapd_cpu(&self, after: &[(u32, f64)]) -> Vec<(u32, f64, f64)> {
+        after
+            .iter()
+            .map(|&(node, after)| {
+                let before = self
+                    .kswapd_cpu_before
+                    .iter()
+                    .find(|(n, _)| *n == node)
+                    .map_or(after, |(_, b)| *b);
+                (node, before, after)
+            })
+            .collect()
+    }
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// What the wait loop watches and collects besides the child.
+pub(crate) struct Watch<'a> {
+    pub(crate) membox: Option<&'a MemBox>,
+    /// None when nothing is traced (`run --no-probes`): no samples.
+    pub(crate) probes: Option<&'a mut probes::Probes>,
+    pub(crate) progress: Progress,
+    pub(crate) interval: Duration,
+    pub(crate) vmstat_start: &'a VmStat,
+    pub(crate) psi_start: Option<sample::Psi>,
+    pub(crate) samples: Vec<sample::Sample>,
+    /// Each kernel histogram's counts at the previous sample.
+    pub(crate) hists_before: Vec<Vec<u64>>,
+}
+
+impl<'a> Watch<'a> {
+    /// A watch over a window that opened at `vmstat_start`, sampling
+    /// every `interval` (PSI is read now, as its start).
+    pub(crate) fn new(
+        membox: Option<&'a MemBox>,
+        probes: Option<&'a mut probes::Probes>,
+        progress: Progress,
+        interval: Duration,
+        vmstat_start: &'a VmStat,
+    ) -> Watch<'a> {
+        Watch {
+            membox,
+            probes,
+            progress,
+            interval,
+            vmstat_start,
+            psi_start: crate::host::proc::read_psi(),
+            samples: Vec::new(),
+            hists_before: Vec::new(),
+        }
+    }
+
+    pub(crate) fn sample(&mut self, t_s: f64) {
+        let Some(probes) = self.probes.as_deref_mut() else {
+            return;
+        };
+        probes.drain_oom();
+        probes.flush_log();
+        if let Ok(t) = collect::read(probes) {
+            let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
+            s.box_bytes = self.membox.and_then(MemBox::usage_bytes);
+            for h in vmtrace_common::Hist::ALL {
+                let now = t.hist(h);
+                let before = self.hists_before.get(h as usize).map_or(&[][..], |v| v);
+                let step = histogram::delta(now, before);
+                if step.iter().any(|&n| n > 0) {
+                    s.hists.insert(
+                        h.name().into(),
+                        histogram::encode(&histogram::to_hdr(&step)),
+                    );
+                }
+            }
+            self.hists_before = vmtrace_common::Hist::ALL
+                .iter()
+                .map(|&h| t.hist(h).to_vec())
+                .collect();
+            self.samples.push(s);
+        }
+    }
+
+    /// The status line, rewritten in place (terminal only).
+    pub(crate) fn show_status(&self) {
+        self.progress.show_status(&self.samples);
+    }
+
+    pub(crate) fn print_progress(&self) {
+        progress::print_progress(&self.samples);
+    }
+
+    /// Erases the status line before anything else is printed.
+    pub(crate) fn clear_status(&self) {
+        self.progress.clear_status();
+    }
+}
