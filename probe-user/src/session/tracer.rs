@@ -19,7 +19,7 @@ use crate::{
     host::swapdev,
     host::sysctl::SysctlOverride,
     kernel::collect,
-    kernel::probes,
+    kernel::probes::{self, MetricId},
     kernel::tracefs::{MountGuard, TraceFs},
     model::histogram,
     model::report::{ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
@@ -78,7 +78,7 @@ impl Tracer {
             target,
             swap: swap_layout.to_global(),
             zones: sample::zone_spans(&zones),
-            fault_latency: plan.is_enabled("fault_latency"),
+            fault_latency: plan.is_enabled(MetricId::FaultLatency),
         };
         let probes = probes::attach(plan, &layout)?;
         let (unavailable, partial) = told_missing(&probes);
@@ -94,7 +94,7 @@ impl Tracer {
 /// The metrics the plan or the attaching left out, and those only partly
 /// measured, each said on stderr.
 fn told_missing(probes: &probes::Probes) -> (Vec<Unavailable>, Vec<Unavailable>) {
-    let listed = |v: &[(&'static str, String)]| -> Vec<Unavailable> {
+    let listed = |v: &[(MetricId, String)]| -> Vec<Unavailable> {
         v.iter()
             .map(|(metric, reason)| Unavailable {
                 metric: metric.to_string(),
@@ -185,7 +185,7 @@ struct Detached {
     program_costs: Option<Vec<ProgramCost>>,
     misses: Vec<(String, u64)>,
     oom_victims: Vec<vmtrace_common::OomVictim>,
-    enabled: Vec<&'static str>,
+    enabled: Vec<MetricId>,
 }
 
 impl Window {
@@ -276,20 +276,20 @@ impl Window {
         }
         let mut d = self.detach(probes)?;
         let mut report = self.kernel_report(&mut d);
-        let enabled = |id: &str| d.enabled.contains(&id);
-        if enabled("kswapd") || enabled("kswapd_wakeups") {
+        let enabled = |id: MetricId| d.enabled.contains(&id);
+        if enabled(MetricId::Kswapd) || enabled(MetricId::KswapdWakeups) {
             let zones = std::fs::read_to_string("/proc/zoneinfo")
                 .map(|z| crate::host::proc::zone_names(&z))
                 .unwrap_or_default();
             report.add_kswapd(&d.totals, &self.kswapd_cpu(&d.kswapd_cpu_after), &zones);
         }
-        if enabled("oom") {
+        if enabled(MetricId::Oom) {
             report.add_oom_victims(&d.oom_victims, self.started_mono_ns);
         }
         report.unavailable = unavailable;
         report.partial = partial;
-        report.add_zones(&d.totals, &samples, enabled("page_alloc"));
-        if enabled("swap_io") {
+        report.add_zones(&d.totals, &samples, enabled(MetricId::PageAlloc));
+        if enabled(MetricId::SwapIo) {
             report.add_swap_io(&d.totals, &swap_layout);
         }
         report.timeline = samples;

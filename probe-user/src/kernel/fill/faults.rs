@@ -2,6 +2,7 @@
 //! counts, faults per process at exit with the kernel's delay
 //! accounting beside them, and fault latency with time per process.
 
+use crate::kernel::probes::MetricId;
 use vmtrace_common::{Counter, Hist};
 
 use crate::{
@@ -11,19 +12,19 @@ use crate::{
 
 impl RunReport {
     /// Fills the fault sections (and delay accounting) whose metrics ran.
-    pub(super) fn add_faults(&mut self, totals: &KernelTotals, enabled: &dyn Fn(&str) -> bool) {
-        if enabled("major_fault") {
+    pub(super) fn add_faults(&mut self, totals: &KernelTotals, enabled: &dyn Fn(MetricId) -> bool) {
+        if enabled(MetricId::MajorFault) {
             self.faults.major_all = Some(totals.counter(Counter::MajorFaultsAll));
             self.faults.major_target = Some(totals.counter(Counter::MajorFaultsTarget));
         }
-        if enabled("kernel_faults") {
+        if enabled(MetricId::KernelFaults) {
             self.faults.kernel_mode_target = Some(totals.counter(Counter::KernelFaultsTarget));
         }
-        if enabled("process_faults") {
+        if enabled(MetricId::ProcessFaults) {
             self.delays = Some(delays(totals));
             self.faults.processes = Some(process_faults(totals));
         }
-        if enabled("fault_latency") {
+        if enabled(MetricId::FaultLatency) {
             self.faults.minor_target = Some(totals.counter(Counter::MinorFaultsTarget));
             self.faults.minor_latency = Some(summarize(totals.hist(Hist::MinorFault)));
             self.faults.major_latency = Some(summarize(totals.hist(Hist::MajorFault)));

@@ -2,19 +2,20 @@
 //! active list shrinking per (node, context, list), shrinks by reclaim
 //! priority, and isolation per (highest zone, list).
 
+use crate::kernel::probes::MetricId;
 use crate::{kernel::collect::KernelTotals, model::report::*};
 
 impl RunReport {
     /// Fills the LRU sections whose metrics ran.
-    pub(super) fn add_lru(&mut self, totals: &KernelTotals, enabled: &dyn Fn(&str) -> bool) {
-        if enabled("lru_shrink_inactive") {
+    pub(super) fn add_lru(&mut self, totals: &KernelTotals, enabled: &dyn Fn(MetricId) -> bool) {
+        if enabled(MetricId::LruShrinkInactive) {
             self.lru_shrink_inactive = Some(inactive_rows(totals));
             self.reclaim_priority = priority_rows(totals);
         }
-        if enabled("lru_shrink_active") {
+        if enabled(MetricId::LruShrinkActive) {
             self.lru_shrink_active = Some(active_rows(totals));
         }
-        if enabled("lru_isolate") {
+        if enabled(MetricId::LruIsolate) {
             self.lru_isolate = Some(isolate_rows(totals));
         }
     }

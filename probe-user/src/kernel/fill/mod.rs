@@ -4,6 +4,7 @@
 //! LRU lists, page faults, kswapd and the zones; here the entry point
 //! for the map totals, what was dropped, swap I/O and the OOM victims.
 
+use crate::kernel::probes::MetricId;
 use vmtrace_common::{Counter, Hist};
 
 use crate::{
@@ -19,7 +20,7 @@ mod reclaim;
 
 impl RunReport {
     /// Fills the eBPF-derived sections; `enabled` says which metrics ran.
-    pub fn add_kernel_totals(&mut self, totals: &KernelTotals, enabled: &dyn Fn(&str) -> bool) {
+    pub fn add_kernel_totals(&mut self, totals: &KernelTotals, enabled: &dyn Fn(MetricId) -> bool) {
         self.add_reclaim(totals, enabled);
         self.add_lru(totals, enabled);
         self.add_faults(totals, enabled);

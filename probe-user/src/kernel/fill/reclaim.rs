@@ -3,6 +3,7 @@
 //! that stalled most, slab shrinking, throttling, compaction and the
 //! folios reclaim wrote out.
 
+use crate::kernel::probes::MetricId;
 use vmtrace_common::{Counter, Hist};
 
 use crate::{
@@ -13,15 +14,19 @@ use crate::{
 impl RunReport {
     /// Fills the reclaim sections whose metrics ran (order and stallers
     /// always: they are empty when nothing fed them).
-    pub(super) fn add_reclaim(&mut self, totals: &KernelTotals, enabled: &dyn Fn(&str) -> bool) {
-        if enabled("direct_reclaim") {
+    pub(super) fn add_reclaim(
+        &mut self,
+        totals: &KernelTotals,
+        enabled: &dyn Fn(MetricId) -> bool,
+    ) {
+        if enabled(MetricId::DirectReclaim) {
             self.direct_reclaim = Some(reclaim(
                 totals,
                 Hist::DirectReclaim,
                 Counter::DirectReclaimPages,
             ));
         }
-        if enabled("memcg_reclaim") {
+        if enabled(MetricId::MemcgReclaim) {
             self.memcg_reclaim = Some(reclaim(
                 totals,
                 Hist::MemcgReclaim,
@@ -30,22 +35,22 @@ impl RunReport {
         }
         self.reclaim_order = order_rows(totals);
         self.top_stallers = top_stallers(totals);
-        if enabled("slab_shrink") {
+        if enabled(MetricId::SlabShrink) {
             self.slab_shrink = Some(SlabReport {
                 calls: summarize(totals.hist(Hist::SlabShrink)),
                 objects_freed: totals.counter(Counter::SlabFreed),
             });
         }
-        if enabled("throttle") {
+        if enabled(MetricId::Throttle) {
             self.throttle = Some(throttle(totals));
         }
-        if enabled("compaction") {
+        if enabled(MetricId::Compaction) {
             self.compaction = Some(CompactionReport {
                 runs: summarize(totals.hist(Hist::Compaction)),
                 all_tasks: totals.counter(Counter::CompactionsAll),
             });
         }
-        if enabled("swap_out") {
+        if enabled(MetricId::SwapOut) {
             self.swap_out = Some(SwapOutReport {
                 anon_folios: totals.counter(Counter::WriteFolioAnon),
                 file_folios: totals.counter(Counter::WriteFolioFile),

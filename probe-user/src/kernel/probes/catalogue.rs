@@ -109,11 +109,49 @@ pub struct Program {
     pub members: &'static [MemberUse],
 }
 
+vmtrace_common::signal_ids! {
+    /// A metric's stable id: in notices, in JSON (`unavailable`), in
+    /// `vmtrace probes`; `title` says what it measures.
+    pub enum MetricId {
+        DirectReclaim => ("direct_reclaim", "direct reclaim stalls"),
+        MemcgReclaim => ("memcg_reclaim", "memcg reclaim stalls"),
+        LruShrinkInactive => ("lru_shrink_inactive", "inactive LRU scanned/reclaimed"),
+        LruIsolate => ("lru_isolate", "LRU isolation per highest zone and list"),
+        LruShrinkActive => ("lru_shrink_active", "active LRU deactivation"),
+        Kswapd => ("kswapd", "kswapd awake periods per node"),
+        KswapdWakeups => ("kswapd_wakeups", "kswapd wakeups per zone and waker"),
+        SlabShrink => ("slab_shrink", "slab shrinker latency"),
+        Throttle => ("throttle", "reclaim throttling"),
+        Compaction => ("compaction", "compaction runs"),
+        SwapOut => ("swap_out", "swap-out: folios written by reclaim"),
+        SwapIo => ("swap_io", "swap device I/O latency"),
+        Oom => ("oom", "OOM victims"),
+        ReclaimRetryZone => ("reclaim_retry_zone", "allocator reclaim-retry checks per zone"),
+        PageAlloc => ("page_alloc", "page allocations per zone"),
+        MajorFault => ("major_fault", "major fault counts"),
+        ProcessFaults => ("process_faults", "page faults per process (counted at exit)"),
+        KernelFaults => ("kernel_faults", "kernel-mode page faults"),
+        FaultLatency => ("fault_latency", "page fault latency"),
+        FollowForks => ("follow_forks", "following a process tree (attach --pid/--comm)"),
+    }
+}
+
+impl std::fmt::Display for MetricId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for MetricId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// A measurement: all its programs attach, or none do.
 pub struct Metric {
-    /// Stable id, used in notices and JSON (`unavailable`).
-    pub id: &'static str,
-    pub title: &'static str,
+    /// Its id; the title is the id's.
+    pub id: MetricId,
     /// Off unless its command-line flag asks for it (hot-path probes).
     pub opt_in: Option<OptIn>,
     pub programs: &'static [Program],
@@ -181,8 +219,7 @@ macro_rules! tp {
 /// Every metric vmtrace knows, in report order.
 pub const CATALOGUE: &[Metric] = &[
     Metric {
-        id: "direct_reclaim",
-        title: "direct reclaim stalls",
+        id: MetricId::DirectReclaim,
         opt_in: None,
         programs: &[
             tp!("direct_reclaim_begin", "vmscan": "mm_vmscan_direct_reclaim_begin",
@@ -192,8 +229,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "memcg_reclaim",
-        title: "memcg reclaim stalls",
+        id: MetricId::MemcgReclaim,
         opt_in: None,
         programs: &[
             tp!("memcg_reclaim_begin", "vmscan": "mm_vmscan_memcg_reclaim_begin",
@@ -203,8 +239,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "lru_shrink_inactive",
-        title: "inactive LRU scanned/reclaimed",
+        id: MetricId::LruShrinkInactive,
         opt_in: None,
         programs: &[
             tp!("lru_shrink_inactive", "vmscan": "mm_vmscan_lru_shrink_inactive", [
@@ -225,8 +260,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "lru_isolate",
-        title: "LRU isolation per highest zone and list",
+        id: MetricId::LruIsolate,
         opt_in: None,
         programs: &[tp!("lru_isolate", "vmscan": "mm_vmscan_lru_isolate", [
             req!("highest_zoneidx", lru_isolate_highest_zoneidx),
@@ -238,8 +272,7 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "lru_shrink_active",
-        title: "active LRU deactivation",
+        id: MetricId::LruShrinkActive,
         opt_in: None,
         programs: &[
             tp!("lru_shrink_active", "vmscan": "mm_vmscan_lru_shrink_active", [
@@ -254,8 +287,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "kswapd",
-        title: "kswapd awake periods per node",
+        id: MetricId::Kswapd,
         opt_in: None,
         programs: &[
             tp!("kswapd_wake", "vmscan": "mm_vmscan_kswapd_wake",
@@ -265,8 +297,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "kswapd_wakeups",
-        title: "kswapd wakeups per zone and waker",
+        id: MetricId::KswapdWakeups,
         opt_in: None,
         programs: &[tp!("wakeup_kswapd", "vmscan": "mm_vmscan_wakeup_kswapd", [
             req!("nid", wakeup_kswapd_nid),
@@ -275,8 +306,7 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "slab_shrink",
-        title: "slab shrinker latency",
+        id: MetricId::SlabShrink,
         opt_in: None,
         programs: &[
             tp!("shrink_slab_start", "vmscan": "mm_shrink_slab_start", []),
@@ -285,8 +315,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "throttle",
-        title: "reclaim throttling",
+        id: MetricId::Throttle,
         opt_in: None,
         programs: &[tp!("throttled", "vmscan": "mm_vmscan_throttled", [
             req!("usec_delayed", throttled_usec_delayed),
@@ -294,8 +323,7 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "compaction",
-        title: "compaction runs",
+        id: MetricId::Compaction,
         opt_in: None,
         programs: &[
             tp!("compaction_begin", "compaction": "mm_compaction_begin", []),
@@ -303,8 +331,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "swap_out",
-        title: "swap-out: folios written by reclaim",
+        id: MetricId::SwapOut,
         opt_in: None,
         programs: &[
             tp!("write_folio", "vmscan": "mm_vmscan_write_folio" | "mm_vmscan_writepage",
@@ -312,8 +339,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "swap_io",
-        title: "swap device I/O latency",
+        id: MetricId::SwapIo,
         opt_in: None,
         programs: &[
             Program {
@@ -345,8 +371,7 @@ pub const CATALOGUE: &[Metric] = &[
         ],
     },
     Metric {
-        id: "oom",
-        title: "OOM victims",
+        id: MetricId::Oom,
         opt_in: None,
         programs: &[tp!("mark_victim", "oom": "mark_victim", [
             req!("pid", mark_victim_pid),
@@ -358,8 +383,7 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "reclaim_retry_zone",
-        title: "allocator reclaim-retry checks per zone",
+        id: MetricId::ReclaimRetryZone,
         opt_in: None,
         programs: &[tp!("reclaim_retry_zone", "oom": "reclaim_retry_zone", [
             req!("node", reclaim_retry_zone_node),
@@ -367,8 +391,7 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "page_alloc",
-        title: "page allocations per zone",
+        id: MetricId::PageAlloc,
         opt_in: Some(OptIn::PageAlloc),
         programs: &[tp!("page_alloc", "kmem": "mm_page_alloc", [
             req!("pfn", page_alloc_pfn),
@@ -376,8 +399,7 @@ pub const CATALOGUE: &[Metric] = &[
         ])],
     },
     Metric {
-        id: "major_fault",
-        title: "major fault counts",
+        id: MetricId::MajorFault,
         opt_in: None,
         programs: &[Program {
             name: "major_fault",
@@ -387,8 +409,7 @@ pub const CATALOGUE: &[Metric] = &[
         }],
     },
     Metric {
-        id: "process_faults",
-        title: "page faults per process (counted at exit)",
+        id: MetricId::ProcessFaults,
         opt_in: None,
         programs: &[Program {
             name: "process_exit",
@@ -413,8 +434,7 @@ pub const CATALOGUE: &[Metric] = &[
         }],
     },
     Metric {
-        id: "kernel_faults",
-        title: "kernel-mode page faults",
+        id: MetricId::KernelFaults,
         opt_in: None,
         programs: &[Program {
             name: "page_fault_kernel",
@@ -427,8 +447,7 @@ pub const CATALOGUE: &[Metric] = &[
         }],
     },
     Metric {
-        id: "fault_latency",
-        title: "page fault latency",
+        id: MetricId::FaultLatency,
         opt_in: Some(OptIn::FaultLatency),
         programs: &[
             Program {
@@ -452,8 +471,7 @@ pub const CATALOGUE: &[Metric] = &[
     // every other program on sched_process_exit (programs on one
     // tracepoint run in the order they were attached).
     Metric {
-        id: "follow_forks",
-        title: "following a process tree (attach --pid/--comm)",
+        id: MetricId::FollowForks,
         opt_in: Some(OptIn::FollowForks),
         programs: &[
             tp!("target_fork", "sched": "sched_process_fork", [

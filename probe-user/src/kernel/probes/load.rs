@@ -15,7 +15,7 @@ use aya::{
 use vmtrace_common::{OomVictim, SwapExtents, Target, ZoneSpans, names};
 
 use super::{
-    catalogue::{CATALOGUE, Hook, Program},
+    catalogue::{CATALOGUE, Hook, MetricId, Program},
     plan::Plan,
 };
 
@@ -35,7 +35,7 @@ pub struct Probes {
     pub ebpf: Ebpf,
     pub plan: Plan,
     /// Failures to attach a metric on this kernel (metric id, reason).
-    pub attach_failures: Vec<(&'static str, String)>,
+    pub attach_failures: Vec<(MetricId, String)>,
     /// Forwards the programs' rare warnings (e.g. a full map) to `log`.
     logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     /// The OOM victim ring buffer, and what has been read from it.

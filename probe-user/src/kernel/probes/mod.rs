@@ -6,6 +6,8 @@ mod catalogue;
 mod load;
 mod plan;
 
-pub use catalogue::{CATALOGUE, FieldUse, Hook, KernelTypes, MemberUse, Metric, OptIn, Program};
+pub use catalogue::{
+    CATALOGUE, FieldUse, Hook, KernelTypes, MemberUse, Metric, MetricId, OptIn, Program,
+};
 pub use load::{Layout, Probes, ProgramStats, attach};
 pub use plan::{Listed, Plan, listing, plan};

@@ -7,7 +7,7 @@
 use anyhow::Result;
 use vmtrace_common::{Field, Fields};
 
-use super::catalogue::{CATALOGUE, Hook, KernelTypes, OptIn, Program};
+use super::catalogue::{CATALOGUE, Hook, KernelTypes, MetricId, OptIn, Program};
 use crate::kernel::tracefs::TraceFs;
 
 /// What the running kernel offers, and what we will therefore attach.
@@ -16,17 +16,17 @@ pub struct Plan {
     /// Field offsets for the programs that will be attached.
     pub fields: Fields,
     /// Ids of the metrics that will be attached.
-    pub enabled: Vec<&'static str>,
+    pub enabled: Vec<MetricId>,
     /// Metrics left out, each with the reason (one line).
-    pub unavailable: Vec<(&'static str, String)>,
+    pub unavailable: Vec<(MetricId, String)>,
     /// Metrics that run without some optional field (it reads 0).
-    pub partial: Vec<(&'static str, String)>,
+    pub partial: Vec<(MetricId, String)>,
     /// The tracepoint name this kernel has, per program name.
     pub events: Vec<(&'static str, &'static str)>,
 }
 
 impl Plan {
-    pub fn is_enabled(&self, id: &str) -> bool {
+    pub fn is_enabled(&self, id: MetricId) -> bool {
         self.enabled.contains(&id)
     }
 }
@@ -198,7 +198,7 @@ fn resolve_members(
 /// One metric as `vmtrace probes` lists it.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Listed {
-    pub id: &'static str,
+    pub id: MetricId,
     pub title: &'static str,
     /// The hooks behind it, e.g. `tracepoint vmscan:mm_vmscan_direct_reclaim_end`.
     pub hooks: Vec<String>,
@@ -222,7 +222,7 @@ pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec
                 .map(|(_, r)| r.clone());
             Listed {
                 id: m.id,
-                title: m.title,
+                title: m.id.title(),
                 hooks: m
                     .programs
                     .iter()
@@ -285,6 +285,12 @@ mod tests {
     }
 
     const TYPES: Option<&dyn KernelTypes> = Some(&FakeTypes);
+
+    #[test]
+    fn the_catalogue_has_one_metric_per_id_in_id_order() {
+        let ids: Vec<MetricId> = CATALOGUE.iter().map(|m| m.id).collect();
+        assert_eq!(ids, MetricId::ALL);
+    }
 
     #[test]
     fn every_shipped_kernel_has_every_default_metric() {
@@ -362,14 +368,18 @@ mod tests {
         std::fs::remove_dir_all(tmp.join("vmscan/mm_vmscan_memcg_reclaim_end")).expect("rm");
         let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
         assert_eq!(plan.unavailable.len(), 1, "{:?}", plan.unavailable);
-        assert_eq!(plan.unavailable[0].0, "memcg_reclaim");
+        assert_eq!(plan.unavailable[0].0, MetricId::MemcgReclaim);
         assert!(
             plan.unavailable[0]
                 .1
                 .contains("vmscan:mm_vmscan_memcg_reclaim_end")
         );
-        assert!(!plan.is_enabled("memcg_reclaim"));
-        for id in ["direct_reclaim", "lru_shrink_inactive", "major_fault"] {
+        assert!(!plan.is_enabled(MetricId::MemcgReclaim));
+        for id in [
+            MetricId::DirectReclaim,
+            MetricId::LruShrinkInactive,
+            MetricId::MajorFault,
+        ] {
             assert!(plan.is_enabled(id), "{id}");
         }
         // The disabled metric's field stays absent, so nothing reads junk.
@@ -391,7 +401,7 @@ mod tests {
         std::fs::write(&path, text).expect("write");
         let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
         assert_eq!(plan.unavailable.len(), 1);
-        assert_eq!(plan.unavailable[0].0, "lru_shrink_inactive");
+        assert_eq!(plan.unavailable[0].0, MetricId::LruShrinkInactive);
         assert!(plan.unavailable[0].1.contains("no field nr_scanned"));
         std::fs::remove_dir_all(&tmp).ok();
     }
@@ -417,7 +427,7 @@ mod tests {
         std::fs::write(&path, text).expect("write");
         let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
         assert!(plan.unavailable.is_empty(), "{:?}", plan.unavailable);
-        assert!(plan.is_enabled("swap_out") && plan.is_enabled("oom"));
+        assert!(plan.is_enabled(MetricId::SwapOut) && plan.is_enabled(MetricId::Oom));
         assert!(
             plan.events
                 .contains(&("write_folio", "mm_vmscan_writepage"))
@@ -438,20 +448,20 @@ mod tests {
     fn fault_latency_needs_btf_and_is_opt_in() {
         let tracefs = TraceFs::at(&kernel_formats("6.12.117+deb12-amd64"));
         let off = plan(&tracefs, TYPES, &[]).expect("plan");
-        assert!(!off.is_enabled("fault_latency"));
+        assert!(!off.is_enabled(MetricId::FaultLatency));
         assert!(off.unavailable.is_empty());
         let no_btf = plan(&tracefs, None, &[OptIn::FaultLatency]).expect("plan");
-        assert!(!no_btf.is_enabled("fault_latency"));
+        assert!(!no_btf.is_enabled(MetricId::FaultLatency));
         // Without BTF: fault latency, kernel faults and per-process faults
         // go, each saying why; everything else stays.
-        let gone: Vec<&str> = no_btf.unavailable.iter().map(|(id, _)| *id).collect();
+        let gone: Vec<MetricId> = no_btf.unavailable.iter().map(|(id, _)| *id).collect();
         assert_eq!(
             gone,
             [
-                "swap_io",
-                "process_faults",
-                "kernel_faults",
-                "fault_latency"
+                MetricId::SwapIo,
+                MetricId::ProcessFaults,
+                MetricId::KernelFaults,
+                MetricId::FaultLatency
             ]
         );
         assert!(

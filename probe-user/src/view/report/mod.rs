@@ -101,7 +101,10 @@ mod tests {
 
     use super::text::hist::power_of_two_rows;
     use super::*;
-    use crate::{kernel::collect::KernelTotals, model::report::*};
+    use crate::{
+        kernel::{collect::KernelTotals, probes::MetricId},
+        model::report::*,
+    };
     use vmtrace_common::{
         Counter, Hist, ReclaimContext,
         hist::{BUCKETS, bucket_of},
@@ -184,7 +187,7 @@ mod tests {
             metric: "oom".into(),
             reason: "oom:mark_victim has no field anon_rss (shown as 0)".into(),
         }];
-        r.add_kernel_totals(&totals, &|id| id != "direct_reclaim");
+        r.add_kernel_totals(&totals, &|id| id != MetricId::DirectReclaim);
         r.add_oom_victims(
             &[vmtrace_common::OomVictim {
                 time_ns: 2_500_000_000,
@@ -286,17 +289,20 @@ mod tests {
         assert!(text.contains("UNAVAILABLE"), "{text}");
         assert!(text.contains("why: kernel BTF"), "{text}");
         assert!(text.contains("tracepoint vmscan:mm_vmscan_lru_shrink_inactive"));
-        let fl = listed.iter().find(|m| m.id == "fault_latency").expect("fl");
+        let fl = listed
+            .iter()
+            .find(|m| m.id == MetricId::FaultLatency)
+            .expect("fl");
         assert!(!fl.available && fl.opt_in == Some("--fault-latency"));
         assert!(
             listed
                 .iter()
                 .filter(|m| {
                     ![
-                        "fault_latency",
-                        "kernel_faults",
-                        "process_faults",
-                        "swap_io",
+                        MetricId::FaultLatency,
+                        MetricId::KernelFaults,
+                        MetricId::ProcessFaults,
+                        MetricId::SwapIo,
                     ]
                     .contains(&m.id)
                 })
