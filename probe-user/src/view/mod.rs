@@ -4,4 +4,5 @@
 
 pub mod compare;
 pub mod export;
+pub mod plot;
 pub mod report;
