@@ -3,6 +3,7 @@
 //! box memory), and how it is shown: rewritten in place on a terminal, or
 //! printed as plain lines.
 
+use crate::view::format::fmt_rate_short;
 use std::time::Duration;
 
 use crate::model::sample;
@@ -70,7 +71,7 @@ pub fn progress_line(samples: &[sample::Sample]) -> Option<String> {
     let dt = (s.t_s - prev.map_or(0.0, |p| p.t_s)).max(1e-3);
     let rate = |now: u64, before: fn(&sample::Sample) -> u64| {
         let d = now.saturating_sub(prev.map_or(0, before));
-        human_count(d as f64 / dt)
+        fmt_rate_short(d as f64 / dt)
     };
     let mem = s.box_bytes.map_or(String::new(), |b| {
         format!(" box {}", crate::model::units::human(b))
@@ -85,19 +86,6 @@ pub fn progress_line(samples: &[sample::Sample]) -> Option<String> {
         rate(s.pswpout, |p| p.pswpout),
         rate(s.pswpin, |p| p.pswpin),
     ))
-}
-
-/// 1234567 -> `1.2M`: short rates for the status line.
-fn human_count(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
 }
 
 /// Columns of the terminal on stderr (80 when unknown).

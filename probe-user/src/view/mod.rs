@@ -4,5 +4,6 @@
 
 pub mod compare;
 pub mod export;
+pub mod format;
 pub mod plot;
 pub mod report;

@@ -74,7 +74,7 @@ fn memory_limit_difference(first: &Recording, rec: &Recording) -> Option<String>
             .and_then(|run| run.report.membox.as_ref())
             .and_then(|b| b.mem_limit_bytes)
     };
-    let h = |l: Option<u64>| l.map_or("none".into(), crate::model::units::human);
+    let h = |l: Option<u64>| l.map_or("none".into(), crate::view::format::human);
     (limit(first) != limit(rec)).then(|| {
         format!(
             "different memory limits: {} vs {}",

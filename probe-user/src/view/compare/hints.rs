@@ -4,8 +4,9 @@
 //! each naming the numbers that point at it and ranked by the seconds of
 //! elapsed difference linked to it.
 
-use super::{AttributionRow, GroupInfo, Hint, MetricRow, count, secs};
+use super::{AttributionRow, GroupInfo, Hint, MetricRow};
 use crate::model::report::{RunReport, ZoneRow};
+use crate::view::format::{fmt_count_short, fmt_secs};
 
 /// What the mechanisms read: group `g` against the baseline.
 struct Evidence<'a> {
@@ -123,12 +124,12 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
     // waits for the reads: both are theirs.
     let mut text = format!(
         "swap-in: major faults {}, block I/O waits {}",
-        e.pair("major faults", count),
-        e.pair("block I/O (delay acct)", secs)
+        e.pair("major faults", fmt_count_short),
+        e.pair("block I/O (delay acct)", fmt_secs)
     );
     let mut seconds = e.comp("block I/O waits");
     if swap_in && e.real("system CPU") {
-        text.push_str(&format!(", system CPU {}", e.pair("system CPU", secs)));
+        text.push_str(&format!(", system CPU {}", e.pair("system CPU", fmt_secs)));
         seconds += e.comp("other system CPU");
     }
     if e.real("pages per swap read") {
@@ -140,7 +141,7 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
     if e.real("swap read p99") {
         text.push_str(&format!(
             "; swap read p99 {}",
-            e.pair("swap read p99", secs)
+            e.pair("swap read p99", fmt_secs)
         ));
     }
     Some(Hint {
@@ -156,13 +157,13 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
     }
     let mut text = format!(
         "reclaim: stalls {} ({}), efficiency {}",
-        e.pair("reclaim stall time", secs),
-        e.pair("reclaim stalls", count),
+        e.pair("reclaim stall time", fmt_secs),
+        e.pair("reclaim stalls", fmt_count_short),
         e.pair("reclaim efficiency", |v| format!("{v:.0}%"))
     );
     text.push_str(&format!(
         ", velocity {} pages/s",
-        e.pair("scan velocity", count)
+        e.pair("scan velocity", fmt_count_short)
     ));
     if e.real("low-priority scans") {
         text.push_str(&format!(
@@ -183,13 +184,13 @@ fn cpu_contention(e: &Evidence) -> Option<Hint> {
     }
     let mut text = format!(
         "CPU contention: waiting for a CPU {}",
-        e.pair("waiting for a CPU", secs)
+        e.pair("waiting for a CPU", fmt_secs)
     );
     if e.metric("kswapd CPU").is_some() {
         text.push_str(&format!(
             "; kswapd awake {}, CPU {}",
-            e.pair("kswapd awake", secs),
-            e.pair("kswapd CPU", secs)
+            e.pair("kswapd awake", fmt_secs),
+            e.pair("kswapd CPU", fmt_secs)
         ));
     }
     Some(Hint {
@@ -205,8 +206,8 @@ fn refaults(e: &Evidence) -> Option<Hint> {
         seconds: 0.0,
         text: format!(
             "refaults (evicted pages needed again): {}, thrashing waits {}",
-            e.pair("refaults", count),
-            e.pair("thrashing (delay acct)", secs)
+            e.pair("refaults", fmt_count_short),
+            e.pair("thrashing (delay acct)", fmt_secs)
         ),
     })
 }
@@ -217,8 +218,8 @@ fn swap_out(e: &Evidence) -> Option<Hint> {
         seconds: 0.0,
         text: format!(
             "swap-out: {} pages, write p99 {}",
-            e.pair("swap-out pages", count),
-            e.pair("swap write p99", secs)
+            e.pair("swap-out pages", fmt_count_short),
+            e.pair("swap write p99", fmt_secs)
         ),
     })
 }
@@ -227,7 +228,7 @@ fn compaction(e: &Evidence) -> Option<Hint> {
     e.real("compaction").then(|| Hint {
         mechanism: "compaction",
         seconds: e.comp("compaction (system CPU)"),
-        text: format!("compaction: {}", e.pair("compaction", secs)),
+        text: format!("compaction: {}", e.pair("compaction", fmt_secs)),
     })
 }
 
@@ -235,7 +236,7 @@ fn system_cpu(e: &Evidence) -> Option<Hint> {
     (e.real("system CPU") && !e.swaps_in()).then(|| Hint {
         mechanism: "system CPU",
         seconds: e.comp("other system CPU"),
-        text: format!("system CPU: {}", e.pair("system CPU", secs)),
+        text: format!("system CPU: {}", e.pair("system CPU", fmt_secs)),
     })
 }
 

@@ -230,20 +230,6 @@ fn versus(
     }
 }
 
-fn secs(v: f64) -> String {
-    crate::view::report::fmt_ns((v * 1e9).max(0.0) as u64)
-}
-
-fn count(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

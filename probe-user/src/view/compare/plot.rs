@@ -66,11 +66,7 @@ pub fn stack(title: &str, panels: &[String]) -> String {
             .and_then(|v| v.trim_end_matches("px").parse().ok())
             .unwrap_or(0.0)
     };
-    let escaped = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;");
+    let escaped = crate::view::plot::svg::esc(title);
     let mut body = format!(
         "<text x=\"20\" y=\"32\" font-family=\"sans-serif\" font-size=\"20\" \
          font-weight=\"bold\">{escaped}</text>\n"

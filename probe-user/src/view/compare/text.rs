@@ -3,10 +3,10 @@
 //! hold the baseline and at most two other groups, more go in further
 //! blocks.
 
+use crate::view::format::{fmt_count_short, fmt_secs, wrap};
 use std::fmt::Write as _;
 
-use super::{AttributionRow, Change, Comparison, MetricRow, Unit, Versus, count, secs};
-use crate::view::report::wrap;
+use super::{AttributionRow, Change, Comparison, MetricRow, Unit, Versus};
 
 const NAME: usize = 24;
 
@@ -16,9 +16,9 @@ fn letter(i: usize) -> String {
 
 fn value(unit: Unit, v: f64) -> String {
     match unit {
-        Unit::Seconds => secs(v),
+        Unit::Seconds => fmt_secs(v),
         Unit::Percent => format!("{v:.1}%"),
-        Unit::Count | Unit::Pages | Unit::PerSecond => count(v),
+        Unit::Count | Unit::Pages | Unit::PerSecond => fmt_count_short(v),
     }
 }
 
@@ -109,7 +109,7 @@ fn write_verdict(o: &mut String, g: usize, v: &Versus) {
             s,
             ", elapsed {}{} ({})",
             if e.diff >= 0.0 { "+" } else { "-" },
-            secs(e.diff.abs()),
+            fmt_secs(e.diff.abs()),
             pct(&e)
         );
         if let Some(w) = e.welch {
@@ -198,7 +198,7 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
             r.component,
             signed(r.means[0]),
             signed(r.means[g]),
-            format!("{sign}{}", secs(d.abs())),
+            format!("{sign}{}", fmt_secs(d.abs())),
             share
         );
     }
@@ -213,9 +213,9 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
 
 fn signed(v: f64) -> String {
     if v < 0.0 {
-        format!("-{}", secs(-v))
+        format!("-{}", fmt_secs(-v))
     } else {
-        secs(v)
+        fmt_secs(v)
     }
 }
 
@@ -249,7 +249,7 @@ fn write_hints(o: &mut String, g: usize, v: &Versus) {
                     text,
                     " [{}{} of elapsed]",
                     if h.seconds >= 0.0 { "+" } else { "-" },
-                    secs(h.seconds.abs())
+                    fmt_secs(h.seconds.abs())
                 );
             }
             for (k, line) in wrap(&text, 70).into_iter().enumerate() {

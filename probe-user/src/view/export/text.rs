@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use crate::{
     model::recording::Recording,
-    model::units::human,
-    view::report::{RunsTable, wrap},
+    view::format::{human, wrap},
+    view::report::RunsTable,
 };
 
 /// The widest line mail-ready text may have.

@@ -2,9 +2,9 @@
 //! maps onto it, round tick steps, linear axes with gridlines, axis
 //! labels, panel titles, and the box that says there is nothing to plot.
 
-use super::labels::{fmt_si, trim_num};
 use super::style::{AXIS, GRID, MUTED, PLOT_LEFT, TEXT};
 use super::svg::Svg;
+use crate::view::format::{fmt_si, trim_num};
 
 /// Maps a data interval onto a pixel interval (linear).
 #[derive(Clone, Copy)]

@@ -68,8 +68,6 @@ mod text;
 
 pub use probes::probes_text;
 pub use runs::{RunsColumn, RunsTable};
-pub use text::fmt_ns;
-pub(crate) use text::wrap;
 
 /// Terminal colour for report text: headings (lines that start at the
 /// first column) bold, OOM and incomplete-recording lines red.
@@ -348,18 +346,5 @@ mod tests {
         assert!(text.contains("       3        OOM          -"), "{text}");
         assert!(text.contains("1 of 6 runs failed"), "{text}");
         assert!(text.contains("    mean      12.00       6.00"), "{text}");
-    }
-
-    #[test]
-    fn durations_are_short() {
-        assert_eq!(fmt_ns(0), "0");
-        assert_eq!(fmt_ns(512), "512ns");
-        assert_eq!(fmt_ns(1_500), "1.5us");
-        assert_eq!(fmt_ns(12_000_000), "12ms");
-        assert_eq!(fmt_ns(250_000_000), "250ms");
-        assert_eq!(fmt_ns(9_000_000_000), "9.0s");
-        for v in [1u64, 999, 99_999, 123_456_789_012] {
-            assert!(fmt_ns(v).len() <= 6, "{v}: {}", fmt_ns(v));
-        }
     }
 }

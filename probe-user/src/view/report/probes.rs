@@ -1,9 +1,9 @@
 //! `vmtrace probes` as text: one block per metric (available or why
 //! not, its hooks), at most 72 columns.
 
+use crate::view::format::wrap;
 use std::fmt::Write as _;
 
-use super::text::wrap;
 use crate::kernel::probes::Listed;
 
 /// `vmtrace probes` as text: one block per metric, 72 columns.

@@ -4,9 +4,10 @@
 
 use super::curve::{Curve, MAX_DECADES, curve_of};
 use crate::model::histogram::Summary;
+use crate::view::format::{fmt_ns_3sig, fmt_ns_tick, fmt_thousands, pct_label};
 use crate::view::plot::{
     axes::{Area, Scale, no_values_box, panel_title, x_axis_label, x_tick, y_axis_label},
-    labels::{shorten, text_w, trim_num},
+    labels::{shorten, text_w},
     style::{
         AXIS, GRID, GRID_MINOR, MARGIN, MUTED, PAGE_W, PLOT_BOTTOM, PLOT_LEFT, PLOT_RIGHT, TEXT,
         style,
@@ -18,76 +19,6 @@ use crate::view::plot::{
 pub struct Series<'a> {
     pub label: String,
     pub summary: &'a Summary,
-}
-
-/// A latency with three significant digits: `870 ns`, `44.0 us`, `1.80 ms`.
-pub(super) fn fmt_ns(ns: f64) -> String {
-    if !ns.is_finite() || ns <= 0.0 {
-        return "0 ns".into();
-    }
-    let (v, unit) = if ns < 1e3 {
-        (ns, "ns")
-    } else if ns < 1e6 {
-        (ns / 1e3, "us")
-    } else if ns < 1e9 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    if ns < 1e3 || v >= 99.95 {
-        format!("{v:.0} {unit}")
-    } else if v >= 9.995 {
-        format!("{v:.1} {unit}")
-    } else {
-        format!("{v:.2} {unit}")
-    }
-}
-
-/// A tick label on the latency axis: `1 ns`, `20 us`, `500 ms`, `10 s`.
-fn fmt_ns_tick(ns: f64) -> String {
-    let (v, unit) = if ns < 1e3 - 0.5 {
-        (ns, "ns")
-    } else if ns < 1e6 - 0.5 {
-        (ns / 1e3, "us")
-    } else if ns < 1e9 - 0.5 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    format!("{} {unit}", trim_num(v))
-}
-
-/// A count with thousands separators: `41,670`.
-fn fmt_count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The percentile at `d` decades of 1/(1-q): 0 -> `0%`, 1 -> `90%`,
-/// 3 -> `99.9%`.
-fn pct_label(d: u32) -> String {
-    match d {
-        0 => "0%".into(),
-        1 => "90%".into(),
-        _ => {
-            let mut s = "99".to_string();
-            if d > 2 {
-                s.push('.');
-                for _ in 2..d {
-                    s.push('9');
-                }
-            }
-            s.push('%');
-            s
-        }
-    }
 }
 
 /// Height of a latency panel with `n` series.
@@ -256,10 +187,10 @@ fn latency_legend(svg: &mut Svg, x: f64, y: f64, series: &[Series], curves: &[Op
         svg.text((label_x, ry), 12.0, "start", TEXT, "", label);
         let cells = match c {
             Some(c) => [
-                fmt_count(c.count),
-                fmt_ns(c.p50 as f64),
-                fmt_ns(c.p99 as f64),
-                fmt_ns(c.max as f64),
+                fmt_thousands(c.count),
+                fmt_ns_3sig(c.p50 as f64),
+                fmt_ns_3sig(c.p99 as f64),
+                fmt_ns_3sig(c.max as f64),
             ],
             None => {
                 svg.text((col(0), ry), 12.0, "end", TEXT, "", "0");
@@ -298,11 +229,11 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(fmt_ns(870.0), "870 ns");
-        assert_eq!(fmt_ns(44_031.0), "44.0 us");
-        assert_eq!(fmt_ns(1_802_239.0), "1.80 ms");
-        assert_eq!(fmt_ns(250e9), "250 s");
-        assert_eq!(fmt_ns(f64::NAN), "0 ns");
+        assert_eq!(fmt_ns_3sig(870.0), "870 ns");
+        assert_eq!(fmt_ns_3sig(44_031.0), "44.0 us");
+        assert_eq!(fmt_ns_3sig(1_802_239.0), "1.80 ms");
+        assert_eq!(fmt_ns_3sig(250e9), "250 s");
+        assert_eq!(fmt_ns_3sig(f64::NAN), "0 ns");
         assert_eq!(fmt_ns_tick(1e4), "10 us");
         assert_eq!(fmt_ns_tick(5e8), "500 ms");
         assert_eq!(fmt_ns_tick(1.0), "1 ns");
@@ -310,6 +241,6 @@ mod tests {
         assert_eq!(pct_label(1), "90%");
         assert_eq!(pct_label(2), "99%");
         assert_eq!(pct_label(5), "99.999%");
-        assert_eq!(fmt_count(1_234_567), "1,234,567");
+        assert_eq!(fmt_thousands(1_234_567), "1,234,567");
     }
 }

@@ -3,6 +3,7 @@
 //! histogram kind with every run overlaid, then pressure over time for
 //! the first recording's runs.
 
+use crate::view::format::trim_num;
 use vmtrace_common::Hist;
 
 use super::latency::{Series, latency_panel};
@@ -11,7 +12,7 @@ use super::{curve::curve_of, full_width_area};
 use crate::model::{histogram::Summary, recording::Recording, report::RunReport, sample::Sample};
 use crate::view::plot::{
     axes::{Area, no_values_box, panel_title},
-    labels::{shorten, trim_num},
+    labels::shorten,
     style::{MARGIN, MUTED, PAGE_W, TEXT},
     svg::Svg,
 };

@@ -1,7 +1,8 @@
 //! Tests of the SVG plots as documents: well-formed, with every part a
 //! reader needs, "no values" where there are none, and never NaN.
 
-use super::{Series, latency::fmt_ns, latency_plot, page::run_labels, recording_svg};
+use super::{Series, latency_plot, page::run_labels, recording_svg};
+use crate::view::format::fmt_ns_3sig;
 use crate::{
     model::histogram::{Summary, summarize},
     model::recording::{Environment, RecordedRun, Recording, Workload},
@@ -200,7 +201,7 @@ fn latency_plot_overlays_series_with_a_legend() {
     assert_eq!(doc.matches("<polyline").count(), 2);
     assert!(!doc.contains("no values"));
     // p50 of the first series, as the legend prints it.
-    assert!(doc.contains(&fmt_ns(a.p50_ns as f64)));
+    assert!(doc.contains(&fmt_ns_3sig(a.p50_ns as f64)));
 }
 
 #[test]
@@ -253,7 +254,7 @@ fn one_value_and_extreme_values_plot() {
     );
     assert_well_formed(&doc);
     assert!(doc.contains("<circle"));
-    assert!(doc.contains(&fmt_ns(one.max_ns as f64)));
+    assert!(doc.contains(&fmt_ns_3sig(one.max_ns as f64)));
     assert!(!doc.contains("no values"));
 }
 

@@ -2,9 +2,9 @@
 //! threads waited, by the kernel's own task delay accounting, with the
 //! eBPF reclaim stall time beside its reclaim delay.
 
+use crate::view::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
-use super::format::fmt_ns;
 use crate::model::report::RunReport;
 
 /// `delay accounting (...)`: reclaim, swap-in, thrashing, compaction,

@@ -2,9 +2,10 @@
 //! rusage and /proc/vmstat), faults per process at exit, fault time per
 //! process and the fault latency histograms (--fault-latency).
 
+use crate::view::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
-use super::{format::fmt_ns, hist::write_hist};
+use super::hist::write_hist;
 use crate::model::report::{FaultReport, ProcessFaultTotals, RunReport};
 
 /// `page faults` and everything under it, when any fault metric ran.

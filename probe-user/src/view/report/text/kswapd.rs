@@ -3,12 +3,10 @@
 //! for which zone and order; then the zone table (isolation, wakeups,
 //! retries, time below the watermarks) and pages allocated per zone.
 
+use crate::view::format::write_wrapped;
 use std::fmt::{Result, Write as _};
 
-use super::{
-    format::{nonzero_pairs, write_wrapped},
-    hist::write_hist,
-};
+use super::{hist::write_hist, names::nonzero_pairs};
 use crate::model::report::{KswapdReport, RunReport};
 
 /// kswapd (system-wide): the per-node table, then its wakeups.

@@ -2,9 +2,10 @@
 //! /proc/vmstat beside it, scan velocity, and why scanned pages were
 //! kept back), shrinks by priority, and active-list shrinking.
 
+use crate::view::format::{pct, write_wrapped};
 use std::fmt::{Result, Write as _};
 
-use super::format::{nonzero_pairs, pct, write_wrapped};
+use super::names::nonzero_pairs;
 use crate::model::report::{LruRowReport, RunReport};
 
 /// The inactive LRU table per (node, context, lru), its total against

@@ -7,25 +7,23 @@
 
 use std::fmt::{Result, Write as _};
 
-use crate::model::{
-    report::{BoxReport, CgroupVersion, Exit, RunReport},
-    units::human,
+use crate::{
+    model::report::{BoxReport, CgroupVersion, Exit, RunReport},
+    view::format::{human, write_wrapped},
 };
 
 mod delays;
 mod faults;
-mod format;
 pub(super) mod hist;
 mod kswapd;
 mod lru;
+mod names;
 mod reclaim;
 mod swap;
 mod timeline;
 mod tracer;
 
-pub use format::fmt_ns;
-pub(crate) use format::wrap;
-use format::{signal_name, write_wrapped};
+use names::signal_name;
 
 /// A section of the report: writes its lines (none when it has nothing).
 type Section = fn(&mut String, &RunReport) -> Result;

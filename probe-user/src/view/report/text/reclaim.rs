@@ -2,12 +2,10 @@
 //! stalls, the processes that stalled most, reclaims by allocation
 //! order, reclaim throttling, compaction and slab shrinking.
 
+use crate::view::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
-use super::{
-    format::{fmt_ns, nonzero_pairs, write_wrapped},
-    hist::write_hist,
-};
+use super::{hist::write_hist, names::nonzero_pairs};
 use crate::model::report::RunReport;
 
 /// `direct reclaim: ...` and `memcg reclaim: ...`, each with its

@@ -4,7 +4,7 @@
 use std::fmt::{Result, Write as _};
 
 use super::hist::write_hist;
-use crate::model::{report::RunReport, units::human};
+use crate::{model::report::RunReport, view::format::human};
 
 /// Anon folios swapped out and file folios written back by reclaim.
 pub(super) fn swap_out(o: &mut String, report: &RunReport) -> Result {

@@ -1,9 +1,9 @@
 //! The time line of the text report: per step, rates over the step (at
 //! most 20 rows: steps are merged on long runs), stall time and PSI.
 
+use crate::view::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
-use super::format::fmt_ns;
 use crate::model::{report::RunReport, sample::Sample};
 
 /// The table, when the run has at least two samples.
