@@ -90,13 +90,9 @@ pub fn progress_line(samples: &[sample::Sample]) -> Option<String> {
 
 /// Columns of the terminal on stderr (80 when unknown).
 fn terminal_width() -> usize {
-    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    if ok && ws.ws_col > 0 {
-        usize::from(ws.ws_col)
-    } else {
-        80
+    match terminal_size::terminal_size_of(std::io::stderr()) {
+        Some((terminal_size::Width(w), _)) if w > 0 => usize::from(w),
+        _ => 80,
     }
 }
 
