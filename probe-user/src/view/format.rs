@@ -188,15 +188,20 @@ pub fn pct_label(d: u32) -> String {
 
 // Mail-ready text (ASCII, 72 columns).
 
-/// Wraps at spaces to `width` columns; continuation lines indented by 2.
+/// Wraps at spaces to `width` columns. The first line keeps the text's
+/// own indentation; continuation lines are indented 2 more.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let body = text.trim_start_matches(' ');
+    let indent = &text[..text.len() - body.len()];
     let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        if !line.is_empty() && line.len() + 1 + word.len() > width {
+    let mut line = String::from(indent);
+    for word in body.split(' ') {
+        let empty = lines.is_empty() && line.len() == indent.len();
+        if !empty && line.len() + 1 + word.len() > width {
             lines.push(std::mem::take(&mut line));
+            line.push_str(indent);
             line.push_str("  ");
-        } else if !line.is_empty() && !line.ends_with("  ") {
+        } else if !empty && !line.ends_with("  ") {
             line.push(' ');
         }
         line.push_str(word);
@@ -244,6 +249,19 @@ mod tests {
         assert_eq!(fmt_ns_tick(20_000.0), "20 us");
         assert_eq!(fmt_thousands(41_670), "41,670");
         assert_eq!(pct_label(3), "99.9%");
+    }
+
+    #[test]
+    fn wrapped_lines_keep_their_indentation() {
+        let text = format!("  woken by: {}", ["kcompactd0 12"; 12].join(", "));
+        let lines = wrap(&text, 72);
+        assert!(lines.len() > 1, "{lines:?}");
+        assert!(lines[0].starts_with("  woken by: kcompactd0"), "{lines:?}");
+        assert!(lines[1..].iter().all(|l| l.starts_with("    k")), "{lines:?}");
+        assert!(lines.iter().all(|l| l.len() <= 72), "{lines:?}");
+        // Unindented text as before: continuation lines indented by 2.
+        let plain = wrap(&"word ".repeat(30), 20);
+        assert!(!plain[0].starts_with(' ') && plain[1].starts_with("  w"));
     }
 
     #[test]
