@@ -257,7 +257,10 @@ mod tests {
         let lines = wrap(&text, 72);
         assert!(lines.len() > 1, "{lines:?}");
         assert!(lines[0].starts_with("  woken by: kcompactd0"), "{lines:?}");
-        assert!(lines[1..].iter().all(|l| l.starts_with("    k")), "{lines:?}");
+        assert!(
+            lines[1..].iter().all(|l| l.starts_with("    k")),
+            "{lines:?}"
+        );
         assert!(lines.iter().all(|l| l.len() <= 72), "{lines:?}");
         // Unindented text as before: continuation lines indented by 2.
         let plain = wrap(&"word ".repeat(30), 20);

@@ -18,6 +18,7 @@ mod faults;
 mod identity;
 mod kernels;
 mod oom;
+mod options;
 mod overhead;
 mod portability;
 mod reclaim;
