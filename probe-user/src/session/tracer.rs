@@ -300,8 +300,12 @@ impl Window {
     /// program statistics back, and detaches the probes.
     fn detach(&mut self, mut probes: probes::Probes) -> Result<Detached> {
         let wall = self.started.elapsed();
-        let after = VmStat::read()?;
+        // kswapd's CPU first: it walks /proc, and the vmstat snapshot and
+        // the maps are read back to back so that the kernel's counters and
+        // the probes' cover the same window (machine-wide counts such as
+        // --page-alloc's drift apart under load otherwise).
         let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
+        let after = VmStat::read()?;
         let totals = collect::read(&probes)?;
         drop(self.delayacct.take());
         let stats = probes.program_stats();
