@@ -19,6 +19,7 @@ mod identity;
 mod kernels;
 mod oom;
 mod overhead;
+mod parallel;
 mod portability;
 mod reclaim;
 mod refusals;
