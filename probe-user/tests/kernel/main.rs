@@ -20,6 +20,7 @@ mod kernels;
 mod oom;
 mod options;
 mod overhead;
+mod parallel;
 mod portability;
 mod reclaim;
 mod refusals;

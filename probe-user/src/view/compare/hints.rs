@@ -36,12 +36,16 @@ impl Evidence<'_> {
             })
     }
 
-    /// The difference of an elapsed-time component to the baseline.
+    /// The elapsed seconds of the difference attributed to a component
+    /// of the time budget (attribution.rs): with the difference's sign,
+    /// never more than it, 0 for a component that moved against it.
+    /// Mechanisms claim disjoint components, so together they never
+    /// claim more than the difference either.
     fn comp(&self, name: &str) -> f64 {
         self.attribution
             .iter()
             .find(|a| a.component == name)
-            .map_or(0.0, |a| a.diffs[self.g - 1])
+            .map_or(0.0, |a| a.elapsed[self.g - 1])
     }
 
     fn mean(&self, name: &str, grp: usize) -> Option<f64> {

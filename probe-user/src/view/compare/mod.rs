@@ -112,8 +112,11 @@ pub struct Versus {
     pub judgeable: bool,
     /// "slower", "faster", "within noise" or "not judged".
     pub verdict: String,
-    /// Share of the elapsed difference the attribution accounts for.
+    /// Share of the elapsed difference the attribution accounts for, in
+    /// [0, 1] (None when there is no difference).
     pub explained: Option<f64>,
+    /// The elapsed difference split into explained and unexplained.
+    pub split: Option<ElapsedSplit>,
     /// Mechanisms, strongest first; empty when within noise.
     pub hints: Vec<Hint>,
 }
@@ -126,15 +129,50 @@ pub struct Hint {
     pub text: String,
 }
 
-/// One component of elapsed time, mean seconds per group.
+/// One component of the job's time budget, in task-seconds (summed over
+/// every task of the job), and its part of each elapsed difference.
 #[derive(Clone, Debug, Serialize)]
 pub struct AttributionRow {
     pub component: &'static str,
+    /// The unit of `means` and `diffs`: "task-s".
+    pub unit: &'static str,
+    /// Mean task-seconds per run, per group.
     pub means: Vec<f64>,
-    /// Per group after the baseline: difference to it and its share of
-    /// the elapsed difference.
+    /// Per group after the baseline: the difference to it (task-s).
     pub diffs: Vec<f64>,
+    /// Per group after the baseline: elapsed seconds attributed to the
+    /// component, with the sign of the elapsed difference and never
+    /// larger than it (0 when it moved against it or not at all).
+    pub elapsed: Vec<f64>,
+    /// Per group after the baseline: its share of the explained elapsed
+    /// seconds, in [0, 1] (None when it explains none).
     pub shares: Vec<Option<f64>>,
+    /// Per group after the baseline: when it moved against the elapsed
+    /// difference, the elapsed seconds it offset (opposite sign), else 0.
+    pub offsets: Vec<f64>,
+}
+
+/// A group's elapsed difference to the baseline split into what the
+/// budget's components explain and what they do not; `explained` plus
+/// `unexplained` is `difference`, both with its sign.
+#[derive(Clone, Debug, Serialize)]
+pub struct ElapsedSplit {
+    /// Mean elapsed seconds, this group less the baseline.
+    pub difference: f64,
+    pub explained: f64,
+    pub unexplained: f64,
+    /// Elapsed seconds of the components that moved against the
+    /// difference, netted out of the explained parts (opposite sign).
+    pub offsets: f64,
+    /// Factor (<= 1) applied when the components came to more than the
+    /// difference.
+    pub scale: f64,
+    /// Task-seconds of the budget per elapsed second, baseline and this
+    /// group.
+    pub parallelism: [Option<f64>; 2],
+    /// Elapsed seconds a task-second stood for (1 / parallelism, at most
+    /// 1, the mean of the two groups').
+    pub seconds_per_task_second: f64,
 }
 
 /// Compares the groups; the first is the baseline.
@@ -170,9 +208,9 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         }
     }
     let metrics = metrics::rows(&ok);
-    let attribution = attribution::rows(&ok);
+    let (attribution, splits) = attribution::attribute(&ok);
     let versus = (1..groups.len())
-        .map(|g| versus(g, &groups, &metrics, &attribution, &ok))
+        .map(|g| versus(g, &groups, &metrics, &attribution, &splits, &ok))
         .collect();
     Ok(Comparison {
         test: "Welch's t-test, two-sided".into(),
@@ -193,6 +231,7 @@ fn versus(
     groups: &[GroupInfo],
     metrics: &[MetricRow],
     attribution: &[AttributionRow],
+    splits: &[ElapsedSplit],
     ok: &[Vec<&RunReport>],
 ) -> Versus {
     let judgeable = groups[0].runs >= 2 && groups[g].runs >= 2;
@@ -205,15 +244,11 @@ fn versus(
         Some(c) if c.significant() => "faster".into(),
         _ => "within noise".into(),
     };
-    let elapsed_diff = elapsed.map_or(0.0, |c| c.diff);
-    let explained = (elapsed_diff.abs() > 1e-9).then(|| {
-        attribution
-            .iter()
-            .filter(|a| a.component != "unexplained")
-            .map(|a| a.diffs[g - 1])
-            .sum::<f64>()
-            / elapsed_diff
-    });
+    let split = splits.get(g - 1).cloned();
+    let explained = split
+        .as_ref()
+        .filter(|s| s.difference.abs() > 1e-9)
+        .map(|s| (s.explained / s.difference).clamp(0.0, 1.0));
     // Within noise: no cause is named.
     let hints = if judgeable && !significant {
         Vec::new()
@@ -226,6 +261,7 @@ fn versus(
         judgeable,
         verdict,
         explained,
+        split,
         hints,
     }
 }
@@ -264,6 +300,66 @@ mod tests {
         let text = text::render(&c, true);
         assert!(text.contains("B vs A: within noise"), "{text}");
         assert!(!text.contains("likely mechanisms"), "{text}");
+        for line in text.lines() {
+            assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
+        }
+    }
+
+    /// A parallel job (4 tasks, task-seconds far above elapsed) that is
+    /// slower by 2.7 s while its block I/O waits grow by hundreds of
+    /// task-seconds: no share past 100%, parts and unexplained add up to
+    /// the difference, and no mechanism claims more than it.
+    #[test]
+    fn a_parallel_job_keeps_the_attribution_within_the_difference() {
+        let base = corpus();
+        let job = |wall: f64, user: f64, sys: f64, blkio: f64| {
+            let mut r = base.clone();
+            for (k, run) in r.runs.iter_mut().enumerate() {
+                let u = &mut run.report.usage;
+                (u.wall_s, u.user_s, u.sys_s) = (wall + 0.1 * k as f64, user, sys);
+                run.report.delays = Some(crate::model::report::DelayReport {
+                    accounting_on: true,
+                    blkio_ns: (blkio * 1e9) as u64,
+                    cpu_ns: 30_000_000_000,
+                    ..Default::default()
+                });
+            }
+            r
+        };
+        let (a, a2) = (
+            job(190.0, 600.0, 80.0, 40.0),
+            job(190.05, 600.0, 81.0, 41.0),
+        );
+        let (b, b2) = (
+            job(192.7, 590.0, 95.0, 447.0),
+            job(192.75, 590.0, 96.0, 449.0),
+        );
+        let c =
+            compare(&[group(None, &[&a, &a2]), group(None, &[&b, &b2])], true).expect("compares");
+        let v = &c.versus[0];
+        let s = v.split.as_ref().expect("a split");
+        assert!((s.difference - 2.7).abs() < 1e-6, "{s:?}");
+        assert!(s.parallelism[0].unwrap_or(0.0) > 3.0, "{s:?}");
+        let parts: f64 = c.attribution.iter().map(|r| r.elapsed[0]).sum();
+        assert!((parts + s.unexplained - s.difference).abs() < 1e-9);
+        for r in &c.attribution {
+            assert!((0.0..=s.difference + 1e-9).contains(&r.elapsed[0]), "{r:?}");
+            assert!(
+                r.shares[0].is_none_or(|x| (0.0..=1.0).contains(&x)),
+                "{r:?}"
+            );
+        }
+        let claimed: f64 = v.hints.iter().map(|h| h.seconds.abs()).sum();
+        assert!(claimed <= s.difference + 1e-9, "{:?}", v.hints);
+        let text = text::render(&c, false);
+        let from = text.find("where the time went").unwrap_or(0);
+        for w in text[from..].split_whitespace() {
+            let w = w.trim_matches(|ch: char| "();,".contains(ch));
+            if let Some(p) = w.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) {
+                assert!((0.0..=100.0).contains(&p), "{w} in\n{text}");
+            }
+        }
+        assert!(text.contains("(-"), "an offset in parentheses:\n{text}");
         for line in text.lines() {
             assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
         }

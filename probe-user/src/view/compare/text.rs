@@ -174,49 +174,122 @@ fn write_metrics(o: &mut String, metrics: &[MetricRow], others: &[usize], detail
 
 fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Versus) {
     let l = letter(g);
-    let _ = writeln!(
-        o,
-        "where the time went, A vs {l} (seconds per run; task-seconds"
+    let noise = v.judgeable && v.verdict == "within noise";
+    let mut head = format!(
+        "where the time went, {l} vs A: the job's time budget in task-seconds \
+         (task-s: summed over its tasks) and its part of the elapsed \
+         difference (s)"
     );
-    let _ = writeln!(o, "when tasks ran at once)");
+    if let Some(par) = v.split.as_ref().map(|s| s.parallelism) {
+        let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+        let _ = write!(
+            head,
+            "; parallelism (task-s per elapsed s): A {}, {l} {}",
+            f(par[0]),
+            f(par[1])
+        );
+    }
+    for w in wrap(&head, 72) {
+        let _ = writeln!(o, "{w}");
+    }
+    let _ = writeln!(o, "{:<24}{:>27}{:>16}", "", "task-s per run", "elapsed s");
     let _ = writeln!(
         o,
-        "{:<28}{:>9}{:>9}{:>9}{:>7}",
+        "{:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
         "component",
         "A",
         l,
         format!("{l}-A"),
+        format!("{l}-A"),
         "share"
     );
     for r in rows {
-        let d = r.diffs[g - 1];
-        let share = r.shares[g - 1].map_or(String::new(), |s| format!("{:.0}%", 100.0 * s));
-        let sign = if d >= 0.0 { "+" } else { "-" };
-        let _ = writeln!(
-            o,
-            "{:<28}{:>9}{:>9}{:>9}{:>7}",
+        let (part, offset) = (r.elapsed[g - 1], r.offsets[g - 1]);
+        let (cell, share) = if noise {
+            ("-".to_string(), String::new())
+        } else if offset != 0.0 {
+            (format!("({})", signed_diff(offset)), "offset".into())
+        } else {
+            let share = r.shares[g - 1].map_or(String::new(), |s| format!("{:.0}%", 100.0 * s));
+            (signed_diff(part), share)
+        };
+        let line = format!(
+            "{:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
             r.component,
-            signed(r.means[0]),
-            signed(r.means[g]),
-            format!("{sign}{}", fmt_secs(d.abs())),
+            fmt_secs(r.means[0]),
+            fmt_secs(r.means[g]),
+            signed_diff(r.diffs[g - 1]),
+            cell,
             share
         );
+        let _ = writeln!(o, "{}", line.trim_end());
     }
-    if let Some(x) = v.explained {
-        let _ = writeln!(
-            o,
-            "the components account for {:.0}% of the elapsed difference",
-            100.0 * x
-        );
+    if let Some(s) = &v.split {
+        if !noise {
+            let _ = writeln!(
+                o,
+                "{:<24}{:>27}{:>9}",
+                "unexplained",
+                "",
+                signed_diff(s.unexplained)
+            );
+        }
+        for w in wrap(&split_summary(s, &l, noise), 72) {
+            let _ = writeln!(o, "{w}");
+        }
     }
 }
 
-fn signed(v: f64) -> String {
-    if v < 0.0 {
-        format!("-{}", fmt_secs(-v))
-    } else {
-        fmt_secs(v)
+/// One paragraph under the attribution table: what the parts add up to,
+/// what is left, and why (offsets, overlap).
+fn split_summary(s: &super::ElapsedSplit, l: &str, noise: bool) -> String {
+    let d = s.difference.abs();
+    if d < 1e-9 {
+        return format!("{l} and A took the same elapsed time: nothing to attribute");
     }
+    let way = if s.difference > 0.0 {
+        "slower"
+    } else {
+        "faster"
+    };
+    if noise {
+        return format!(
+            "{l} is {} {way}, within noise: no part of it is attributed",
+            fmt_secs(d)
+        );
+    }
+    let x = s.explained.abs();
+    let mut t = format!(
+        "the components explain {} of the {} by which {l} is {way} ({:.0}%); \
+         unexplained {} (time outside the budget: other sleep, a longer \
+         critical path, a change in parallelism)",
+        fmt_secs(x),
+        fmt_secs(d),
+        100.0 * x / d,
+        fmt_secs(s.unexplained.abs())
+    );
+    if s.offsets != 0.0 {
+        let _ = write!(
+            t,
+            "; components that moved against it (in parentheses, {} in all) \
+             are netted out of the parts",
+            signed_diff(s.offsets)
+        );
+    }
+    if s.scale < 1.0 {
+        let _ = write!(
+            t,
+            "; net they came to {:.1} times the difference (waits and CPU of \
+             tasks run at once overlap) and are scaled to it",
+            1.0 / s.scale
+        );
+    }
+    t
+}
+
+/// A difference with its sign: `+1.2s`, `-15ms`, `+0`.
+fn signed_diff(v: f64) -> String {
+    format!("{}{}", if v >= 0.0 { "+" } else { "-" }, fmt_secs(v.abs()))
 }
 
 fn write_hints(o: &mut String, g: usize, v: &Versus) {
@@ -244,13 +317,8 @@ fn write_hints(o: &mut String, g: usize, v: &Versus) {
         let _ = writeln!(o, "{title}");
         for (i, h) in hints.iter().enumerate() {
             let mut text = format!("{}. {}", i + 1, h.text);
-            if h.seconds.is_finite() && h.seconds.abs() >= 0.001 {
-                let _ = write!(
-                    text,
-                    " [{}{} of elapsed]",
-                    if h.seconds >= 0.0 { "+" } else { "-" },
-                    fmt_secs(h.seconds.abs())
-                );
+            if let Some(claim) = claim(h.seconds, v, g) {
+                let _ = write!(text, " -- {claim}");
             }
             for (k, line) in wrap(&text, 70).into_iter().enumerate() {
                 // wrap() indents continuation lines by 2; make it 3 under "1. ".
@@ -259,4 +327,26 @@ fn write_hints(o: &mut String, g: usize, v: &Versus) {
             }
         }
     }
+}
+
+/// What a mechanism accounts for, as a reviewer would say it: "1.2s of
+/// the 2.7s by which B is slower (44%)". The seconds are its components'
+/// attributed parts (attribution.rs), so never more than the difference;
+/// a claim past it would be a bug and is not printed.
+fn claim(seconds: f64, v: &Versus, g: usize) -> Option<String> {
+    let d = v.split.as_ref()?.difference;
+    let ok = seconds.is_finite()
+        && seconds.abs() >= 0.001
+        && seconds * d > 0.0
+        && seconds.abs() <= d.abs() * (1.0 + 1e-9);
+    ok.then(|| {
+        format!(
+            "{} of the {} by which {} is {} ({:.0}%)",
+            fmt_secs(seconds.abs()),
+            fmt_secs(d.abs()),
+            letter(g),
+            if d > 0.0 { "slower" } else { "faster" },
+            100.0 * seconds.abs() / d.abs()
+        )
+    })
 }
