@@ -23,4 +23,5 @@ mod portability;
 mod reclaim;
 mod refusals;
 mod reports;
+mod swapcause;
 mod workloads;
