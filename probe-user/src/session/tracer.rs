@@ -208,7 +208,7 @@ impl Window {
     /// Closes an untraced window: wall time and /proc/vmstat deltas.
     pub fn close_untraced(self) -> RunReport {
         let after = VmStat::read().unwrap_or_else(|_| self.before.clone());
-        RunReport {
+        let mut report = RunReport {
             vmtrace_version: env!("CARGO_PKG_VERSION").into(),
             kernel_release: kernel_release(),
             started_unix_s: self.started_unix_s,
@@ -219,7 +219,9 @@ impl Window {
             },
             vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &after)),
             ..Default::default()
-        }
+        };
+        report.add_swap_causes(&VmStat::delta(&self.before, &after));
+        report
     }
 
     pub fn open(bpf_stats: bool) -> Result<Window> {
@@ -357,6 +359,7 @@ impl Window {
             ..Default::default()
         };
         report.add_kernel_totals(&d.totals, &|id| d.enabled.contains(&id));
+        report.add_swap_causes(&VmStat::delta(&self.before, &d.after));
         if let Some(delays) = report.delays.as_mut() {
             delays.accounting_on = self.delayacct_on;
         }

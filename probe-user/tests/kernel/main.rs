@@ -25,4 +25,5 @@ mod portability;
 mod reclaim;
 mod refusals;
 mod reports;
+mod swapcause;
 mod workloads;

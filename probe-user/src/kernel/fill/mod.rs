@@ -17,6 +17,7 @@ mod faults;
 mod kswapd;
 mod lru;
 mod reclaim;
+mod swapcause;
 
 impl RunReport {
     /// Fills the eBPF-derived sections; `enabled` says which metrics ran.

@@ -85,8 +85,10 @@ pub(super) fn hints(
         metrics,
         attribution,
     };
-    let mechanisms: [fn(&Evidence) -> Option<Hint>; 8] = [
+    let mechanisms: [fn(&Evidence) -> Option<Hint>; 10] = [
         oom_kills,
+        zswap,
+        file_reads,
         swap_in,
         reclaim,
         cpu_contention,
@@ -150,6 +152,70 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
     }
     Some(Hint {
         mechanism: "swap-in",
+        seconds,
+        text,
+    })
+}
+
+/// Swap-ins served from (or no longer from) zswap: pages loaded from
+/// compressed memory instead of read from the swap device, so the block
+/// I/O waits of swap-in move with them. zswpin/zswpout count in
+/// zswap_load/zswap_store (mm/zswap.c, 6.1 to 6.18); pswpin only reads
+/// from the device (mm/page_io.c).
+fn zswap(e: &Evidence) -> Option<Hint> {
+    if !(e.real("zswap loads") || e.real("zswap stores")) {
+        return None;
+    }
+    let now =
+        |g| e.mean("zswap loads", g).unwrap_or(0.0) + e.mean("zswap stores", g).unwrap_or(0.0);
+    let lead = if now(e.g) >= now(0) {
+        "swap-ins served from zswap"
+    } else {
+        "swap-ins no longer served from zswap"
+    };
+    let mut text = format!(
+        "{lead}: block I/O waits {}; zswap loads {}, stores {}; \
+         swap device reads {} pages",
+        e.pair("block I/O (delay acct)", fmt_secs),
+        e.pair("zswap loads", fmt_count_short),
+        e.pair("zswap stores", fmt_count_short),
+        e.pair("swap-in pages", fmt_count_short)
+    );
+    let mut seconds = e.comp("block I/O waits");
+    if e.real("system CPU") {
+        text.push_str(&format!(", system CPU {}", e.pair("system CPU", fmt_secs)));
+        seconds += e.comp("other system CPU");
+    }
+    Some(Hint {
+        mechanism: "zswap",
+        seconds,
+        text,
+    })
+}
+
+/// Major faults that are file reads (page-cache misses of evicted or
+/// never-read file pages: filemap_fault), not swap-ins; named apart so
+/// that a compile's re-read headers are not called swap-in.
+fn file_reads(e: &Evidence) -> Option<Hint> {
+    if !e.real("file read faults") {
+        return None;
+    }
+    let text = format!(
+        "file reads (page cache misses, not swap-ins): major faults \
+         {}, of them file reads {}; file refaults {}; block I/O waits {}",
+        e.pair("major faults", fmt_count_short),
+        e.pair("file read faults", fmt_count_short),
+        e.pair("file refaults", fmt_count_short),
+        e.pair("block I/O (delay acct)", fmt_secs)
+    );
+    // Block I/O is theirs only when swap-ins did not change as well.
+    let seconds = if e.real("swap-in faults") || e.real("swap-in pages") {
+        0.0
+    } else {
+        e.comp("block I/O waits")
+    };
+    Some(Hint {
+        mechanism: "file reads",
         seconds,
         text,
     })

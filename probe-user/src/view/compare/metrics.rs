@@ -5,7 +5,7 @@
 
 use super::stats::{Describe, describe, welch};
 use super::{Change, MetricRow, Unit};
-use crate::model::report::{DelayReport, ReclaimReport, RunReport};
+use crate::model::report::{DelayReport, ReclaimReport, RunReport, SwapCauses};
 
 /// Every metric compared: (name, unit, value of a run).
 type Extract = fn(&RunReport) -> Option<f64>;
@@ -68,6 +68,30 @@ const METRICS: &[(&str, Unit, Extract)] = &[
         (io.write.count > 0).then(|| io.write.p99_ns as f64 / 1e9)
     }),
     ("refaults", Unit::Pages, |r| Some(r.vmstat.refaults as f64)),
+    // Major faults by cause and zswap traffic (/proc/vmstat, every
+    // task; see model::report::SwapCauses for what each counts). None
+    // where the kernel lacks the counter, so no 0 is compared with it.
+    ("swap-in faults", Unit::Count, |r| {
+        causes(r)?.swapin_faults().map(|v| v as f64)
+    }),
+    ("file read faults", Unit::Count, |r| {
+        causes(r)?.file_faults().map(|v| v as f64)
+    }),
+    ("file refaults", Unit::Pages, |r| {
+        causes(r)?.refault_file.map(|v| v as f64)
+    }),
+    ("anon refaults", Unit::Pages, |r| {
+        causes(r)?.refault_anon.map(|v| v as f64)
+    }),
+    ("zswap stores", Unit::Pages, |r| {
+        causes(r)?.zswpout.map(|v| v as f64)
+    }),
+    ("zswap loads", Unit::Pages, |r| {
+        causes(r)?.zswpin.map(|v| v as f64)
+    }),
+    ("zswap writebacks", Unit::Pages, |r| {
+        causes(r)?.zswpwb.map(|v| v as f64)
+    }),
     ("kswapd awake", Unit::Seconds, |r| {
         r.kswapd
             .as_ref()
@@ -110,6 +134,10 @@ pub(super) fn reclaim_field(r: &RunReport, f: fn(&ReclaimReport) -> f64) -> Opti
         return None;
     }
     Some(r.direct_reclaim.as_ref().map_or(0.0, f) + r.memcg_reclaim.as_ref().map_or(0.0, f))
+}
+
+pub(super) fn causes(r: &RunReport) -> Option<&SwapCauses> {
+    r.swap_causes.as_ref()
 }
 
 pub(super) fn delays(r: &RunReport) -> Option<&DelayReport> {

@@ -12,6 +12,7 @@ use crate::{
     view::format::{human, write_wrapped},
 };
 
+mod causes;
 mod delays;
 mod faults;
 pub(super) mod hist;
@@ -40,6 +41,7 @@ const MEASURED: &[Section] = &[
     reclaim::compaction,
     reclaim::slab_shrink,
     swap::swap_out,
+    swap::destinations,
     swap::swap_io,
     kswapd::kswapd,
     oom_victims,
@@ -47,6 +49,7 @@ const MEASURED: &[Section] = &[
     kswapd::zone_allocations,
     timeline::timeline,
     faults::faults,
+    causes::fault_causes,
     delays::delays,
     tracer::program_costs,
     tracer::collector,
@@ -146,11 +149,21 @@ fn outcome(o: &mut String, report: &RunReport) -> Result {
         writeln!(o, "{}", memory_line(report))?;
     }
     let v = &report.vmstat;
-    writeln!(
+    write!(
         o,
         "swap:     {} pages out, {} pages in (/proc/vmstat)",
         v.pswpout, v.pswpin
-    )
+    )?;
+    // Pages zswap took never reach pswpout/pswpin: say so beside them.
+    match report.swap_causes.as_ref().filter(|c| c.zswap_active()) {
+        Some(c) => writeln!(
+            o,
+            "\n          zswap {} pages out, {} pages in (zswpout/zswpin)",
+            c.zswpout.unwrap_or(0),
+            c.zswpin.unwrap_or(0)
+        ),
+        None => writeln!(o),
+    }
 }
 
 /// `exited with status 0`, `killed by signal 9 (SIGKILL), OOM-killed...`.

@@ -1,0 +1,221 @@
+//! Major faults by cause and where swap goes, against the kernel's own
+//! counters: qsbench with zswap off and on (the zswap runs' stores equal
+//! the /proc/vmstat zswpout delta, and compare names zswap), and a job
+//! that reads a mapped file back after its page cache was evicted (its
+//! major faults are file reads, not swap-ins).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{delta, fresh_scratch, guard, json_of, recording, text_ok, vmstat, vmtrace};
+
+const ZSWAP: &str = "/sys/module/zswap/parameters/enabled";
+
+/// Sets zswap on or off for the test and puts it back as it was when
+/// dropped (also when the test fails).
+struct ZswapSetting(Option<String>);
+
+impl ZswapSetting {
+    fn save() -> ZswapSetting {
+        ZswapSetting(std::fs::read_to_string(ZSWAP).ok().map(|s| s.trim().into()))
+    }
+
+    fn set(&self, on: bool) {
+        std::fs::write(ZSWAP, if on { "Y" } else { "N" }).expect("switch zswap");
+    }
+}
+
+impl Drop for ZswapSetting {
+    fn drop(&mut self) {
+        if let Some(v) = &self.0 {
+            let _ = std::fs::write(ZSWAP, v);
+        }
+    }
+}
+
+/// One qsbench run into `dir/file`; the recording's path, whether it
+/// completed, and the /proc/vmstat zswpout delta around the whole run.
+fn qsbench(dir: &Path, file: &str) -> (PathBuf, bool, u64) {
+    let path = dir.join(file);
+    let before = vmstat();
+    let out = vmtrace(&[
+        "run", "qsbench", "-m", "300", "--mem", "192M", "--swap", "1G", "-q", "-o",
+    ])
+    .arg(&path)
+    .output()
+    .expect("run vmtrace");
+    let after = vmstat();
+    assert!(
+        path.is_file(),
+        "no recording: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        path,
+        out.status.success(),
+        delta(&before, &after, &["zswpout"]),
+    )
+}
+
+fn causes(rec: &Value) -> &Value {
+    &rec["runs"][0]["report"]["swap_causes"]
+}
+
+/// zswap off vs on, two interleaved runs each: the zswap runs report the
+/// pages stored to zswap as the kernel counted them (zswpout), say where
+/// the swapped pages went instead of "0 pages out", and compare names
+/// zswap as the mechanism.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn zswap_stores_match_zswpout_and_compare_names_zswap() {
+    if !Path::new(ZSWAP).exists() {
+        eprintln!("skipped: this kernel has no zswap");
+        return;
+    }
+    let _g = guard();
+    let setting = ZswapSetting::save();
+    let dir = fresh_scratch("swapcause-zswap");
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for round in 0..2 {
+        for (zswap, group) in [(false, &mut off), (true, &mut on)] {
+            setting.set(zswap);
+            let (path, ok, zswpout) =
+                qsbench(&dir, &format!("z{}-{round}.vmtrace.json", zswap as u8));
+            let rec = recording(&path);
+            let c = causes(&rec);
+            let stored = c["zswpout"].as_u64().expect("zswpout counted");
+            eprintln!("zswap {zswap}: report zswpout {stored}, vmstat delta {zswpout}, ok {ok}");
+            assert!(
+                stored.abs_diff(zswpout) <= zswpout / 200,
+                "report {stored} vs vmstat {zswpout}"
+            );
+            if zswap {
+                assert!(stored > 10_000, "zswap stored only {stored} pages");
+                let text = text_ok(vmtrace(&["report"]).arg(&path));
+                eprintln!("{text}");
+                assert!(text.contains("where swap went"), "{text}");
+                assert!(text.contains("zswap "), "{text}");
+                assert!(!text.contains("swap writes: 0 requests"), "{text}");
+            } else {
+                assert_eq!(stored, 0);
+            }
+            if ok {
+                group.push(path);
+            }
+        }
+    }
+    drop(setting);
+    assert!(
+        off.len() >= 2 && on.len() >= 2,
+        "completed: {} off, {} on",
+        off.len(),
+        on.len()
+    );
+    let compare = || {
+        let mut cmd = vmtrace(&["compare"]);
+        cmd.args(&off).arg("--vs").args(&on);
+        cmd
+    };
+    let text = text_ok(&mut compare());
+    eprintln!("{text}");
+    let c = json_of(&compare().arg("--json").output().expect("compare"));
+    let hints = c["versus"][0]["hints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        hints.iter().any(|h| h["mechanism"] == "zswap"),
+        "no zswap mechanism:\n{text}"
+    );
+    assert!(text.contains("swap-ins served from zswap"), "{text}");
+}
+
+/// A job that maps a file three times the box's memory and reads it
+/// twice, page by page (MADV_RANDOM: one major fault per page), after
+/// dropping the file's cached pages: every major fault is a page-cache
+/// read, the second pass's are refaults, and the report calls them file
+/// reads, not swap-ins.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn evicted_file_pages_read_again_are_file_reads() {
+    let _g = guard();
+    let dir = fresh_scratch("swapcause-file");
+    let data = dir.join("data.bin");
+    let chunk = vec![0x5au8; 1 << 20];
+    let mut bytes = Vec::with_capacity(192 << 20);
+    for _ in 0..192 {
+        bytes.extend_from_slice(&chunk);
+    }
+    std::fs::write(&data, &bytes).expect("write the data file");
+    drop(bytes);
+    let script = "import mmap, os, sys\n\
+        f = open(sys.argv[1], 'rb')\n\
+        os.fsync(f.fileno())\n\
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)\n\
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n\
+        m.madvise(mmap.MADV_RANDOM)\n\
+        s = 0\n\
+        for _ in range(2):\n    for i in range(0, len(m), 4096):\n        s += m[i]\n\
+        print(s)\n";
+    let path = dir.join("file.vmtrace.json");
+    let before = vmstat();
+    let text = text_ok(
+        vmtrace(&[
+            "run",
+            "--progress",
+            "none",
+            "--mem",
+            "64M",
+            "--swap",
+            "256M",
+            "-o",
+        ])
+        .arg(&path)
+        .args(["--", "python3", "-c", script])
+        .arg(&data),
+    );
+    let after = vmstat();
+    eprintln!("{text}");
+    let rec = recording(&path);
+    let c = causes(&rec);
+    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    let major = n("pgmajfault");
+    let vm_major = delta(&before, &after, &["pgmajfault"]);
+    let swapins = n("pswpin") + n("zswpin") + n("swpin_zero");
+    eprintln!(
+        "pgmajfault {major} (vmstat around the run {vm_major}), swap-in pages {swapins}, \
+         refault_file {}",
+        n("refault_file")
+    );
+    // Two passes of 48k pages, one fault each.
+    assert!(major >= 80_000, "pgmajfault {major}");
+    assert!(major <= vm_major, "{major} > {vm_major}");
+    assert!(swapins * 20 < major, "swap-ins {swapins} of {major}");
+    assert!(
+        n("refault_file") >= 30_000,
+        "refault_file {}",
+        n("refault_file")
+    );
+    let file_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("file reads"))
+        .unwrap_or_else(|| panic!("no file reads line:\n{text}"));
+    let swap_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("swap-ins"))
+        .unwrap_or_else(|| panic!("no swap-ins line:\n{text}"));
+    let num = |l: &str| -> u64 {
+        let w = l
+            .split_whitespace()
+            .find(|w| w.starts_with('~'))
+            .unwrap_or("~0");
+        w.trim_start_matches('~')
+            .replace(',', "")
+            .parse()
+            .unwrap_or(0)
+    };
+    assert!(num(file_line) * 100 >= major * 95, "{file_line}");
+    assert!(num(swap_line) * 20 <= major, "{swap_line}");
+    let _ = std::fs::remove_file(&data);
+}
