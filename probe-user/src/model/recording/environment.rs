@@ -1,7 +1,9 @@
 //! The machine a recording was made on: what a reviewer asks before
 //! believing a number (kernel, boot command line, CPUs, memory, swap, the
-//! VM sysctls, THP, zswap, multi-gen LRU). Read from a root directory so
-//! that tests can point it at a snapshot.
+//! VM sysctls, THP and mTHP, zswap, multi-gen LRU, the kernel's
+//! delay-accounting semantics, the job directory's file system). Read from
+//! a root directory so that tests can point it at a snapshot. Fields added
+//! later read as unknown from older recordings (serde defaults).
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -53,6 +55,81 @@ pub struct Environment {
     pub zswap_compressor: Option<String>,
     /// /sys/kernel/mm/lru_gen/enabled (multi-gen LRU; 0x0000 = off).
     pub mglru: Option<String>,
+    /// Selected mode of each mTHP size,
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled,
+    /// by size (`64kB`); empty on kernels without mTHP (before 6.8).
+    #[serde(default)]
+    pub mthp_enabled: BTreeMap<String, String>,
+    /// What the kernel's delay accounting books as swap-in and block I/O,
+    /// derived from the kernel release (see `DelayAccounting`).
+    #[serde(default)]
+    pub delay_accounting: DelayAccounting,
+    /// The file system type (`ext4`, `tmpfs`, `9p`) of the directory the
+    /// job ran in, from /proc/self/mountinfo.
+    #[serde(default)]
+    pub job_fs: Option<String>,
+}
+
+/// Which waits the kernel's per-task delay accounting (kernel/delayacct.c,
+/// taskstats) books under "swap-in", "block I/O" and "thrashing": the
+/// categories moved between kernels. Read in the sources:
+/// - before 5.19, do_swap_page (mm/memory.c) set DELAYACCT_PF_SWAPIN, and
+///   __delayacct_blkio_end booked the I/O waits of the whole swap-in
+///   fault as swap-in, not as block I/O;
+/// - 6.1 (mm/page_io.c swap_readpage): delayacct_swapin_start/end wrap
+///   only the read call. An ordinary (async) swap device returns after
+///   submitting the bio; the fault then waits for the page lock in
+///   folio_lock_or_retry -> folio_wait_bit_common -> io_schedule, which
+///   is booked as block I/O. Only synchronous devices (zram, pmem:
+///   SWP_SYNCHRONOUS_IO, which poll inside the call) and frontswap/zswap
+///   loads have their whole read under swap-in;
+/// - 6.12 and 6.18 (mm/page_io.c swap_read_folio): the same for swap-in,
+///   and a workingset folio's read call is also booked as thrashing
+///   (delayacct_thrashing_start, absent from 6.1's swap_readpage).
+///   Kernels between 6.2 and 6.11 were not read: Unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelayAccounting {
+    /// Not read for this kernel, or an older recording.
+    #[default]
+    Unknown,
+    /// Before 5.19: swap-in holds the fault's whole I/O wait.
+    SwapinWholeWait,
+    /// 5.19 to 6.1: swap-in is the read call; the wait is block I/O.
+    SwapinReadCall,
+    /// 6.12 on: as SwapinReadCall, and workingset reads also thrashing.
+    SwapinReadCallThrashing,
+}
+
+impl DelayAccounting {
+    /// The semantics of a kernel release (`6.12.57+deb12-amd64`).
+    pub fn of_release(release: &str) -> DelayAccounting {
+        match kernel_version(release) {
+            None => DelayAccounting::Unknown,
+            Some(v) if v < (5, 19) => DelayAccounting::SwapinWholeWait,
+            Some(v) if v <= (6, 1) => DelayAccounting::SwapinReadCall,
+            Some(v) if v >= (6, 12) => DelayAccounting::SwapinReadCallThrashing,
+            Some(_) => DelayAccounting::Unknown,
+        }
+    }
+
+    /// A short name for the comparison's lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            DelayAccounting::Unknown => "unknown",
+            DelayAccounting::SwapinWholeWait => "swap-in holds the I/O wait",
+            DelayAccounting::SwapinReadCall => "swap-in is the read call",
+            DelayAccounting::SwapinReadCallThrashing => "read call, thrashing too",
+        }
+    }
+}
+
+/// (major, minor) of a kernel release string.
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 impl Environment {
@@ -89,6 +166,13 @@ impl Environment {
             zswap_enabled: read("sys/module/zswap/parameters/enabled"),
             zswap_compressor: read("sys/module/zswap/parameters/compressor"),
             mglru: read("sys/kernel/mm/lru_gen/enabled"),
+            mthp_enabled: mthp(&root.join("sys/kernel/mm/transparent_hugepage")),
+            delay_accounting: DelayAccounting::of_release(
+                &read("proc/sys/kernel/osrelease").unwrap_or_default(),
+            ),
+            job_fs: std::env::current_dir()
+                .ok()
+                .and_then(|cwd| fs_type_of(&read("proc/self/mountinfo").unwrap_or_default(), &cwd)),
         }
     }
 
@@ -118,8 +202,75 @@ impl Environment {
         cmp("THP", opt(&self.thp_enabled), opt(&other.thp_enabled));
         cmp("zswap", opt(&self.zswap_enabled), opt(&other.zswap_enabled));
         cmp("MGLRU", opt(&self.mglru), opt(&other.mglru));
+        // Unknown in older recordings: compared only where both know.
+        if !self.mthp_enabled.is_empty() && !other.mthp_enabled.is_empty() {
+            cmp(
+                "THP sizes (mTHP)",
+                mthp_line(&self.mthp_enabled),
+                mthp_line(&other.mthp_enabled),
+            );
+        }
+        if let (Some(a), Some(b)) = (&self.job_fs, &other.job_fs) {
+            cmp("job file system", a.clone(), b.clone());
+        }
         out
     }
+}
+
+/// `64kB=never 2048kB=inherit`, the sizes not `never` only (or `never`).
+pub fn mthp_line(m: &BTreeMap<String, String>) -> String {
+    let on: Vec<String> = m
+        .iter()
+        .filter(|(_, v)| v.as_str() != "never")
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if on.is_empty() {
+        "never".into()
+    } else {
+        on.join(" ")
+    }
+}
+
+/// The selected mode of every hugepages-<size>kB/enabled under `dir`.
+fn mthp(dir: &Path) -> BTreeMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return BTreeMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let size = name.strip_prefix("hugepages-")?.to_string();
+            let modes = std::fs::read_to_string(e.path().join("enabled")).ok()?;
+            Some((size, selected(modes.trim())))
+        })
+        .collect()
+}
+
+/// The file system type of the mount holding `path`, from the text of
+/// /proc/self/mountinfo: the longest mount point that is a prefix of it
+/// (the later of equal ones: it is mounted over the earlier).
+fn fs_type_of(mountinfo: &str, path: &Path) -> Option<String> {
+    let mut best: Option<(usize, String)> = None;
+    for line in mountinfo.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(point), Some(dash)) = (fields.get(4), fields.iter().position(|f| *f == "-"))
+        else {
+            continue;
+        };
+        let Some(fstype) = fields.get(dash + 1) else {
+            continue;
+        };
+        let point = point.replace("\\040", " ");
+        if !path.starts_with(&point) {
+            continue;
+        }
+        let len = Path::new(&point).components().count();
+        if best.as_ref().is_none_or(|(l, _)| len >= *l) {
+            best = Some((len, fstype.to_string()));
+        }
+    }
+    best.map(|(_, t)| t)
 }
 
 /// `always madvise [never]` -> `never`.
@@ -208,6 +359,37 @@ mod tests {
                 priority: -2,
             }]
         );
+    }
+
+    #[test]
+    fn finds_the_file_system_and_the_delay_accounting() {
+        let mountinfo = "22 1 0:21 / / rw,relatime - ext4 /dev/vda1 rw\n\
+                         23 22 0:22 / /tmp rw - tmpfs tmpfs rw\n\
+                         24 22 0:23 / /tmp/x rw - 9p host rw\n";
+        assert_eq!(
+            fs_type_of(mountinfo, Path::new("/tmp/x/y")),
+            Some("9p".into())
+        );
+        assert_eq!(
+            fs_type_of(mountinfo, Path::new("/tmp/xy")),
+            Some("tmpfs".into())
+        );
+        assert_eq!(
+            fs_type_of(mountinfo, Path::new("/home")),
+            Some("ext4".into())
+        );
+        assert_eq!(fs_type_of("", Path::new("/")), None);
+        use DelayAccounting::*;
+        for (release, want) in [
+            ("5.15.0-91-generic", SwapinWholeWait),
+            ("6.1.0-57-amd64", SwapinReadCall),
+            ("6.6.3", Unknown),
+            ("6.12.57+deb12-amd64", SwapinReadCallThrashing),
+            ("6.18.44-fc-v669", SwapinReadCallThrashing),
+            ("", Unknown),
+        ] {
+            assert_eq!(DelayAccounting::of_release(release), want, "{release}");
+        }
     }
 
     #[test]

@@ -25,6 +25,9 @@ impl Evidence<'_> {
     /// A cause is named only for a difference that is real: significant,
     /// or (one run per group) at least 5% of the elapsed difference.
     fn real(&self, name: &str) -> bool {
+        if super::guards::guarded(self.metrics, name) {
+            return false;
+        }
         self.metric(name)
             .and_then(|m| m.changes[self.g - 1])
             .is_some_and(|c| {
@@ -56,6 +59,9 @@ impl Evidence<'_> {
 
     /// A metric's baseline mean `->` this group's.
     fn pair(&self, name: &str, fmt: fn(f64) -> String) -> String {
+        if super::guards::guarded(self.metrics, name) {
+            return "(not comparable)".into();
+        }
         format!(
             "{} -> {}",
             self.mean(name, 0).map_or("-".into(), fmt),

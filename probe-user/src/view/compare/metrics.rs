@@ -184,6 +184,7 @@ pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<MetricRow> {
                 unit,
                 groups,
                 changes,
+                guard: None,
             })
         })
         .collect()

@@ -15,6 +15,7 @@
 
 mod attribution;
 mod groups;
+pub mod guards;
 mod hints;
 mod metrics;
 mod plot;
@@ -53,6 +54,9 @@ pub struct Comparison {
     /// One per group after the baseline.
     pub versus: Vec<Versus>,
     pub attribution: Vec<AttributionRow>,
+    /// Settings that differ and change what some metrics mean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<guards::Guard>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -75,6 +79,10 @@ pub struct MetricRow {
     pub groups: Vec<Option<Describe>>,
     /// Per group after the baseline.
     pub changes: Vec<Option<Change>>,
+    /// The setting that changes this metric's meaning between the
+    /// groups (`guards`): not a cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -207,7 +215,9 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
             );
         }
     }
-    let metrics = metrics::rows(&ok);
+    let mut metrics = metrics::rows(&ok);
+    let guards = guards::find(inputs, &ok);
+    guards::mark(&mut metrics, &guards);
     let (attribution, splits) = attribution::attribute(&ok);
     let versus = (1..groups.len())
         .map(|g| versus(g, &groups, &metrics, &attribution, &splits, &ok))
@@ -220,6 +230,7 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         metrics,
         versus,
         attribution,
+        guards,
     })
 }
 

@@ -77,6 +77,7 @@ pub fn render(c: &Comparison, detail: bool) -> String {
     for w in &c.warnings {
         lines.push(format!("WARNING: {w}"));
     }
+    lines.extend(super::guards::lines(&c.guards));
     for l in lines {
         for w in wrap(&l, 72) {
             let _ = writeln!(o, "{w}");
@@ -138,7 +139,7 @@ fn write_metrics(o: &mut String, metrics: &[MetricRow], others: &[usize], detail
     }
     let _ = writeln!(o, "{}", head.trim_end());
     for m in metrics {
-        let mut line = format!("{:<NAME$}", m.name);
+        let mut line = format!("{:<NAME$}", super::guards::label(m));
         line.truncate(NAME);
         while line.len() < NAME {
             line.push(' ');

@@ -1,0 +1,398 @@
+//! Definition guards: settings that change what a metric means, not only
+//! its value. When one differs between the groups (MGLRU, the memory
+//! box's cgroup version, the kernel's delay-accounting semantics, THP
+//! and mTHP, the job directory's file system), the metrics it redefines
+//! are marked in the table, one line says why, and no mechanism is named
+//! from them (`guarded`, which the hints consult).
+//!
+//! What each guard covers, from the kernel sources:
+//! - MGLRU (mm/vmscan.c, lru_gen): evict_folios counts pgscan per folio
+//!   isolated from the oldest generation, scans by generations rather
+//!   than by sc->priority (get_nr_to_scan), and from 6.7 emits
+//!   lru_isolate/lru_shrink_inactive (again for each retry of
+//!   evict_folios), while 6.1 with lru_gen on emits neither.
+//! - cgroup v1 memcg reclaim (mm/vmscan.c shrink_folio_list, case 3:
+//!   !writeback_throttling_sane, which is false for cgroup reclaim outside
+//!   the default hierarchy) waits for writeback inside reclaim
+//!   (folio_wait_writeback -> io_schedule, booked as block I/O); cgroup
+//!   v2 marks the folio and throttles instead (reclaim_throttle).
+//! - delay accounting: see model::recording::environment::DelayAccounting.
+//! - THP/mTHP: one fault maps up to 512 pages (a 2 MiB THP) or a mTHP
+//!   size: a fault count no longer counts pages.
+//! - the job's file system: tmpfs files are swap-backed (their evictions
+//!   are swap-outs, their refaults swap-ins); on a disk file system they
+//!   are page-cache reads; over 9p/NFS the reads are not block I/O.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{GroupInput, MetricRow};
+use crate::model::recording::environment::{DelayAccounting, mthp_line};
+use crate::model::report::{CgroupVersion, RunReport};
+
+/// A setting that differs between the groups and redefines some metrics.
+#[derive(Clone, Debug, Serialize)]
+pub struct Guard {
+    pub setting: &'static str,
+    /// The setting's value(s) in each group.
+    pub values: Vec<String>,
+    /// Why the metrics below cannot be compared, one line.
+    pub why: &'static str,
+    pub metrics: Vec<&'static str>,
+}
+
+/// The guard table: setting, why, the METRICS rows it redefines.
+const TABLE: &[(&str, &str, &[&str])] = &[
+    (
+        "MGLRU",
+        "multi-gen LRU scans by generation, not by priority, and counts \
+         and traces scans its own way",
+        &[
+            "pages scanned",
+            "reclaim efficiency",
+            "scan velocity",
+            "low-priority scans",
+        ],
+    ),
+    (
+        "memory box cgroup",
+        "cgroup v1 memcg reclaim waits for writeback inside reclaim; v2 \
+         throttles instead",
+        &[
+            "reclaim stall time",
+            "memcg stall p99",
+            "throttled",
+            "reclaim (delay acct)",
+            "block I/O (delay acct)",
+        ],
+    ),
+    (
+        "delay accounting",
+        "the kernels book swap-in waits under different delay categories",
+        &[
+            "swap-in wait (delay)",
+            "block I/O (delay acct)",
+            "thrashing (delay acct)",
+        ],
+    ),
+    (
+        "THP",
+        "a huge page fault maps many pages at once",
+        &["minor faults", "major faults"],
+    ),
+    (
+        "job file system",
+        "tmpfs files are swapped, disk files are read back, network file \
+         systems do no block I/O",
+        &["major faults", "refaults", "block I/O (delay acct)"],
+    ),
+];
+
+/// A setting's value in one recording or run.
+type Value = Box<dyn Fn(&GroupInput, &[&RunReport]) -> Vec<String>>;
+
+/// Each setting's values per group (distinct, sorted).
+fn values(setting: &str) -> Value {
+    match setting {
+        "MGLRU" => Box::new(|g, _| env_values(g, |e| mglru(&e.mglru, &e.kernel_release))),
+        "memory box cgroup" => Box::new(|_, runs| {
+            distinct(runs.iter().filter_map(|r| {
+                r.membox.as_ref()?.cgroup_version.map(|v| match v {
+                    CgroupVersion::V1 => "v1".to_string(),
+                    CgroupVersion::V2 => "v2".to_string(),
+                })
+            }))
+        }),
+        "delay accounting" => Box::new(|g, _| {
+            env_values(g, |e| {
+                let d = match e.delay_accounting {
+                    DelayAccounting::Unknown => DelayAccounting::of_release(&e.kernel_release),
+                    d => d,
+                };
+                d.name().to_string()
+            })
+        }),
+        "THP" => Box::new(|g, _| env_values(g, |e| thp(e.thp_enabled.as_deref(), &e.mthp_enabled))),
+        _ => Box::new(|g, _| env_values(g, |e| e.job_fs.clone().unwrap_or_default())),
+    }
+}
+
+/// THP as it matters: the PMD mode, and the other sizes (mTHP, 6.8+)
+/// that are on. 2048kB set to `inherit` (the default) is the PMD mode
+/// itself, so a 6.12 with default mTHP equals a 6.1 with the same mode.
+fn thp(enabled: Option<&str>, mthp: &BTreeMap<String, String>) -> String {
+    let pmd = enabled.unwrap_or("-");
+    let sizes: BTreeMap<String, String> = mthp
+        .iter()
+        .filter(|(k, v)| !(k.as_str() == "2048kB" && v.as_str() == "inherit"))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                if v == "inherit" {
+                    pmd.into()
+                } else {
+                    v.clone()
+                },
+            )
+        })
+        .collect();
+    match mthp_line(&sizes).as_str() {
+        "never" => pmd.to_string(),
+        more => format!("{pmd}, sizes {more}"),
+    }
+}
+
+/// The delay-accounting guard for the semantics in `values`: 6.1 and
+/// 6.12 differ only in thrashing; other pairs (or unknown) in all three.
+fn delay_guard(g: &mut Guard) {
+    let read_call = [
+        DelayAccounting::SwapinReadCall.name(),
+        DelayAccounting::SwapinReadCallThrashing.name(),
+    ];
+    if g.values.iter().all(|v| read_call.contains(&v.as_str())) {
+        g.why = "6.12 on book a workingset swap-in's read call as thrashing \
+                 too, 6.1 does not";
+        g.metrics = vec!["thrashing (delay acct)"];
+    }
+}
+
+/// MGLRU as it matters for the metrics: off, or on and traced (6.7+,
+/// lru_shrink_inactive emitted by evict_folios) or untraced.
+fn mglru(enabled: &Option<String>, release: &str) -> String {
+    let on = enabled.as_deref().is_some_and(|v| {
+        u32::from_str_radix(v.trim_start_matches("0x"), 16).is_ok_and(|b| b & 1 != 0)
+    });
+    let traced =
+        crate::model::recording::environment::kernel_version(release).is_some_and(|v| v >= (6, 7));
+    match (on, traced) {
+        (false, _) => "off".into(),
+        (true, true) => "on (traced)".into(),
+        (true, false) => "on (no LRU events)".into(),
+    }
+}
+
+fn env_values(
+    g: &GroupInput,
+    f: impl Fn(&crate::model::recording::Environment) -> String,
+) -> Vec<String> {
+    distinct(g.recordings.iter().map(|r| f(&r.environment)))
+}
+
+fn distinct(v: impl Iterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = v.filter(|s| !s.is_empty()).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The guards of settings that differ between a group and the baseline
+/// (where both groups know the setting). `ok` holds each group's
+/// completed runs.
+pub(super) fn find(inputs: &[GroupInput], ok: &[Vec<&RunReport>]) -> Vec<Guard> {
+    TABLE
+        .iter()
+        .filter_map(|&(setting, why, metrics)| {
+            let f = values(setting);
+            let per: Vec<Vec<String>> = inputs.iter().zip(ok).map(|(g, r)| f(g, r)).collect();
+            let differs = per[1..]
+                .iter()
+                .any(|v| !v.is_empty() && !per[0].is_empty() && *v != per[0]);
+            let mut guard = Guard {
+                setting,
+                values: per
+                    .iter()
+                    .map(|v| {
+                        if v.is_empty() {
+                            "-".into()
+                        } else {
+                            v.join("/")
+                        }
+                    })
+                    .collect(),
+                why,
+                metrics: metrics.to_vec(),
+            };
+            if setting == "delay accounting" {
+                delay_guard(&mut guard);
+            }
+            differs.then_some(guard)
+        })
+        .collect()
+}
+
+/// Marks each metric row a guard covers with the first guard's setting.
+pub(super) fn mark(metrics: &mut [MetricRow], guards: &[Guard]) {
+    for m in metrics {
+        m.guard = guards
+            .iter()
+            .find(|g| g.metrics.contains(&m.name))
+            .map(|g| g.setting);
+    }
+}
+
+/// Whether a metric's meaning differs between the groups: the hints name
+/// no mechanism from it.
+pub(super) fn guarded(metrics: &[MetricRow], name: &str) -> bool {
+    metrics.iter().any(|m| m.name == name && m.guard.is_some())
+}
+
+/// The table's row label: the metric's name, ` !` when guarded.
+pub(super) fn label(m: &MetricRow) -> String {
+    if m.guard.is_some() {
+        format!("{} !", m.name)
+    } else {
+        m.name.to_string()
+    }
+}
+
+/// One line per guard: `! MGLRU off vs on (traced): <why>`.
+pub(super) fn lines(guards: &[Guard]) -> Vec<String> {
+    let mut out: Vec<String> = guards
+        .iter()
+        .map(|g| format!("! {} {}: {}", g.setting, g.values.join(" vs "), g.why))
+        .collect();
+    if !out.is_empty() {
+        out.push("! marked rows mean different things: no cause is named from them".into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{GroupInput, compare, text};
+    use crate::model::{recording::Recording, report::CgroupVersion};
+
+    /// The corpus recording (two runs of memhog on 6.18, a v1 box).
+    fn corpus() -> Recording {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
+        Recording::read(&path).expect("corpus recording")
+    }
+
+    fn group(rec: &Recording) -> GroupInput<'static> {
+        GroupInput {
+            label: None,
+            files: vec!["x.vmtrace.json".into()],
+            recordings: vec![&*Box::leak(Box::new(rec.clone()))],
+        }
+    }
+
+    /// The corpus on `release` with MGLRU `mglru`; with `worse`, reclaim
+    /// scanned twice as much (its efficiency halves) and took longer.
+    fn twin(release: &str, mglru: Option<&str>, worse: bool) -> Recording {
+        let mut r = corpus();
+        r.environment.kernel_release = release.into();
+        r.environment.mglru = mglru.map(str::to_string);
+        for (i, run) in r.runs.iter_mut().enumerate() {
+            run.report.kernel_release = release.into();
+            run.report.usage.wall_s = 2.0 + 0.1 * i as f64;
+            if worse {
+                run.report.vmstat.pgscan *= 2;
+                run.report.usage.wall_s += 1.0;
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn mglru_on_marks_the_scan_metrics_and_names_no_cause_from_them() {
+        // The control: the same MGLRU state, and reclaim is named.
+        let a = twin("6.12.57+deb12-amd64", Some("0x0007"), false);
+        let b = twin("6.12.57+deb12-amd64", Some("0x0007"), true);
+        let c = compare(&[group(&a), group(&b)], false).expect("compares");
+        assert!(c.guards.is_empty(), "{:#?}", c.guards);
+        assert_eq!(c.versus[0].verdict, "slower");
+        assert!(c.versus[0].hints.iter().any(|h| h.mechanism == "reclaim"));
+
+        let a = twin("6.1.0-57-amd64", Some("0x0000"), false);
+        let c = compare(&[group(&a), group(&b)], false).expect("compares");
+        let settings: Vec<&str> = c.guards.iter().map(|g| g.setting).collect();
+        assert_eq!(settings, ["MGLRU", "delay accounting"], "{:#?}", c.guards);
+        assert_eq!(c.guards[0].values, ["off", "on (traced)"]);
+        for name in ["pages scanned", "reclaim efficiency", "scan velocity"] {
+            let row = c.metrics.iter().find(|m| m.name == name).expect(name);
+            assert_eq!(row.guard, Some("MGLRU"), "{name}");
+        }
+        let elapsed = c.metrics.iter().find(|m| m.name == "elapsed");
+        assert_eq!(elapsed.and_then(|m| m.guard), None);
+        // Scans doubled and efficiency halved, but neither names reclaim.
+        assert!(
+            c.versus[0].hints.iter().all(|h| h.mechanism != "reclaim"),
+            "{:#?}",
+            c.versus[0].hints
+        );
+        let text = text::render(&c, false);
+        assert!(text.contains("pages scanned !"), "{text}");
+        assert!(
+            text.contains("! MGLRU off vs on (traced): multi-gen LRU"),
+            "{text}"
+        );
+        assert!(text.contains("no cause is named from them"), "{text}");
+        for line in text.lines() {
+            assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn cgroup_versions_guard_the_stall_times() {
+        let a = corpus();
+        let mut b = corpus();
+        for run in &mut b.runs {
+            if let Some(m) = run.report.membox.as_mut() {
+                m.cgroup_version = Some(CgroupVersion::V2);
+            }
+            if let Some(m) = run.report.memcg_reclaim.as_mut() {
+                m.stalls.total_ns *= 3;
+            }
+        }
+        let c = compare(&[group(&a), group(&b)], false).expect("compares");
+        assert_eq!(c.guards.len(), 1, "{:#?}", c.guards);
+        assert_eq!(c.guards[0].values, ["v1", "v2"]);
+        let row = c.metrics.iter().find(|m| m.name == "reclaim stall time");
+        assert_eq!(row.and_then(|m| m.guard), Some("memory box cgroup"));
+        assert!(c.versus[0].hints.iter().all(|h| h.mechanism != "reclaim"));
+    }
+
+    #[test]
+    fn the_same_settings_or_unknown_ones_guard_nothing() {
+        let a = corpus();
+        let c = compare(&[group(&a), group(&a)], false).expect("compares");
+        assert!(c.guards.is_empty());
+        assert!(c.metrics.iter().all(|m| m.guard.is_none()));
+        // An older recording without the job's file system: not a guard.
+        let mut known = a.clone();
+        known.environment.job_fs = Some("ext4".into());
+        let c = compare(&[group(&a), group(&known)], false).expect("compares");
+        assert!(c.guards.is_empty(), "{:#?}", c.guards);
+        let mut tmpfs = a.clone();
+        tmpfs.environment.job_fs = Some("tmpfs".into());
+        let c = compare(&[group(&known), group(&tmpfs)], false).expect("compares");
+        assert_eq!(c.guards[0].setting, "job file system");
+        assert_eq!(c.guards[0].values, ["ext4", "tmpfs"]);
+    }
+}
+
+#[cfg(test)]
+mod thp_tests {
+    use super::*;
+
+    #[test]
+    fn default_mthp_is_the_pmd_mode() {
+        let m = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(thp(Some("always"), &m(&[])), "always");
+        let default = m(&[("2048kB", "inherit"), ("64kB", "never")]);
+        assert_eq!(thp(Some("always"), &default), "always");
+        let small = m(&[("2048kB", "inherit"), ("64kB", "inherit")]);
+        assert_eq!(thp(Some("madvise"), &small), "madvise, sizes 64kB=madvise");
+        assert_eq!(mglru(&Some("0x0007".into()), "6.12.1"), "on (traced)");
+        assert_eq!(mglru(&Some("0x0007".into()), "6.1.0"), "on (no LRU events)");
+        assert_eq!(mglru(&Some("0x0000".into()), "6.12.1"), "off");
+        assert_eq!(mglru(&None, "6.18.4"), "off");
+    }
+}
