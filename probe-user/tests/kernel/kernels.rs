@@ -9,7 +9,8 @@ use crate::common::{fresh_scratch, guard, recording, vmtrace, within};
 /// (downloaded once, cached), vmtrace runs a memory hog under pressure in
 /// each, and each recording shows every probe that kernel has attached,
 /// reclaim, fault and swap counts that agree with the guest's own
-/// /proc/vmstat and rusage; the kernels are compared at the end.
+/// /proc/vmstat and rusage; the kernels are compared at the end, with
+/// MGLRU's metrics guarded (`guards`).
 #[test]
 #[ignore = "needs root, QEMU and Debian's kernel packages; run with `cargo xtask test`"]
 fn debian_6_1_and_6_12_guests_measure_like_the_host() {
@@ -95,6 +96,7 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
             "{r} not in the comparison:\n{compare}"
         );
     }
+    crate::guards::assert_mglru_guarded(&compare, &out_dir);
 }
 
 /// A kernel that does not boot is reported (with the guest's last

@@ -15,6 +15,7 @@ mod common;
 mod compare;
 mod concurrent;
 mod faults;
+mod guards;
 mod identity;
 mod kernels;
 mod oom;

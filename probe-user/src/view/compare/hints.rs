@@ -104,7 +104,9 @@ pub(super) fn hints(
         system_cpu,
     ];
     let mut hints: Vec<Hint> = mechanisms.iter().filter_map(|m| m(&e)).collect();
-    if let Some(z) = zone_shift(&ok[0], &ok[g]) {
+    if let Some(z) = zone_shift(&ok[0], &ok[g])
+        && super::guards::zone_shift_comparable(metrics, &z.text)
+    {
         hints.push(z);
     }
     hints.sort_by(|a, b| b.seconds.abs().total_cmp(&a.seconds.abs()));
