@@ -75,3 +75,41 @@ fn caveats(o: &mut String, d: &DelayReport) -> Result {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_values_and_untracked_threads_are_said_in_one_line_each() {
+        let mut report = RunReport {
+            delays: Some(DelayReport {
+                accounting_on: true,
+                blkio_ns: 1_500_000_000,
+                implausible: 12345,
+                implausible_ns: 188_234_000_000_000,
+                untracked_threads: 99999,
+                already_on: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut o = String::new();
+        delays(&mut o, &report).expect("write");
+        assert!(
+            o.contains("  dropped 12345 delays > task's life (188234s): no wait start stamp"),
+            "{o}"
+        );
+        assert!(o.contains("99999 threads forked while it was off"), "{o}");
+        assert!(o.contains("on before vmtrace"), "{o}");
+        assert!(o.lines().all(|l| l.len() <= 72 && l.is_ascii()), "{o}");
+        // Nothing dropped: no line about it.
+        report.delays = Some(DelayReport {
+            accounting_on: true,
+            ..Default::default()
+        });
+        let mut o = String::new();
+        delays(&mut o, &report).expect("write");
+        assert!(!o.contains("dropped") && !o.contains("forked"), "{o}");
+    }
+}
