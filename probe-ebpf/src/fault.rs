@@ -106,10 +106,15 @@ fn close(h: Hist) {
     }
 }
 
-/// Adds an exiting target thread's delay accounting (`task->delays`).
+/// Adds an exiting target thread's delay accounting (`task->delays`),
+/// each value bounded by `limit` (see [`delay_limit`]).
 #[inline(always)]
-fn add_delays(f: &Fields, delays: *const u8) {
-    if delays.is_null() || f.task_delays.size != 8 {
+fn add_delays(f: &Fields, delays: *const u8, limit: u64) {
+    if f.task_delays.size != 8 {
+        return;
+    }
+    if delays.is_null() {
+        count(Counter::DelayUntracked, 1);
         return;
     }
     for (field, counter) in [
@@ -124,8 +129,42 @@ fn add_delays(f: &Fields, delays: *const u8) {
             let ns = unsafe {
                 bpf_probe_read_kernel(delays.add(field.offset as usize) as *const u64).unwrap_or(0)
             };
-            count(counter, ns);
+            add_delay(counter, ns, limit);
         }
+    }
+}
+
+/// The longest delay an exiting thread can truly have: its lifetime
+/// (`task_struct.start_time` is `ktime_get_ns()` at fork in
+/// kernel/fork.c copy_process on 6.1, 6.12 and 6.18, the clock of
+/// bpf_ktime_get_ns), with 1 ms + 0.1% for the clock the delays are
+/// taken with (local_clock(), kernel/delayacct.c delayacct_start/_end;
+/// sched_info's rq clock for run_delay): a difference of the same
+/// length on another clock. Without start_time, the uptime.
+#[inline(always)]
+fn delay_limit(start_time: u64) -> u64 {
+    let life = now_ns().saturating_sub(start_time);
+    life + (life >> 10) + 1_000_000
+}
+
+/// Sums one per-task delay, or drops it when it is longer than the
+/// thread lived: kernel/delayacct.c delayacct_end books `local_clock() -
+/// *start`, and a wait with no start stamp is booked from 0 (the whole
+/// uptime) or from an old stamp. No stamp: a wait begun while
+/// kernel.task_delayacct was off; or, on 6.12 and later (EEVDF delayed
+/// dequeue), a block I/O wait whose task was dequeued late: sched.h
+/// __block_task(rq, p) calls delayacct_blkio_start(), which stamps
+/// `current`, when dequeue_entities finishes p's delayed dequeue from
+/// another task's pick_next_entity; p's wake-up (ttwu ->
+/// delayacct_blkio_end(p)) then books from p's old stamp. On 6.1 the
+/// stamp is taken in __schedule for prev, which is current.
+#[inline(always)]
+fn add_delay(counter: Counter, ns: u64, limit: u64) {
+    if ns > limit {
+        count(Counter::DelayImplausible, 1);
+        count(Counter::DelayImplausibleNs, ns);
+    } else {
+        count(counter, ns);
     }
 }
 
@@ -148,12 +187,13 @@ pub fn process_exit(_ctx: TracePointContext) -> u32 {
     };
     let (min_flt, maj_flt) = (read(f.task_min_flt), read(f.task_maj_flt));
     count(Counter::ExitedThreads, 1);
-    add_delays(&f, read(f.task_delays) as *const u8);
+    let limit = delay_limit(read(f.task_start_time));
+    add_delays(&f, read(f.task_delays) as *const u8, limit);
     if f.task_sched_info.size != 0 && f.sched_info_run_delay.size == 8 {
         let at = f.task_sched_info.offset as usize + f.sched_info_run_delay.offset as usize;
         // SAFETY: bpf_probe_read_kernel checks the address.
         let ns = unsafe { bpf_probe_read_kernel(task.add(at) as *const u64).unwrap_or(0) };
-        count(Counter::DelayCpuNs, ns);
+        add_delay(Counter::DelayCpuNs, ns, limit);
     }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if add_process_faults(tgid, min_flt, maj_flt) {

@@ -128,6 +128,17 @@ signal_ids! {
         /// Time target threads waited for a CPU (runnable, not running):
         /// `task_struct.sched_info.run_delay`, kept while delay accounting is on.
         DelayCpuNs => ("delay_cpu_ns", "waiting for a CPU (ns)"),
+        /// Per-task delay values (one category of one exiting thread)
+        /// longer than the thread had lived, dropped instead of summed:
+        /// the kernel books `now - start stamp`, and a wait with no stamp
+        /// (begun while delay accounting was off; on 6.12+ also a block
+        /// I/O wait with a delayed dequeue) gets the whole uptime. Their
+        /// count, and what they would have added.
+        DelayImplausible => ("delay_implausible", "per-task delays dropped (> lifetime)"),
+        DelayImplausibleNs => ("delay_implausible_ns", "ns in the dropped per-task delays"),
+        /// Exiting target threads the kernel kept no delay accounting for
+        /// (`task->delays` NULL: forked while it was off, e.g. at attach).
+        DelayUntracked => ("delay_untracked", "threads without delay accounting"),
         /// Forked children of target processes not followed: TARGET_PIDS full.
         TargetPidsFull => ("target_pids_full", "forks not followed (TARGET_PIDS full)"),
         /// Children of target processes followed (`sched_process_fork`).
@@ -545,6 +556,9 @@ pub struct Fields {
     pub delay_compact: Field,
     /// `task_struct.sched_info` (embedded) and `sched_info.run_delay`.
     pub task_sched_info: Field,
+    /// `task_struct.start_time`: CLOCK_MONOTONIC ns at fork, the bound
+    /// of every per-task delay.
+    pub task_start_time: Field,
     /// `sched_process_fork.child_pid`.
     pub fork_child_pid: Field,
     pub sched_info_run_delay: Field,

@@ -261,6 +261,25 @@ pub struct DelayReport {
     /// Waiting for a CPU while runnable (run-queue delay).
     #[serde(default)]
     pub cpu_ns: u64,
+    /// Per-task values (one category of one thread) longer than the
+    /// thread lived, dropped by the eBPF side instead of summed: a wait
+    /// with no start stamp is booked from 0 (the whole uptime): begun
+    /// while kernel.task_delayacct was off, or, on 6.12 and later, a
+    /// block I/O wait whose dequeue was delayed (the stamp went to
+    /// another task). None of them is in the figures above;
+    /// `implausible_ns` is what they would have added.
+    #[serde(default)]
+    pub implausible: u64,
+    #[serde(default)]
+    pub implausible_ns: u64,
+    /// Exiting threads the kernel kept no delay accounting for (forked
+    /// while it was off: an attach to older tasks).
+    #[serde(default)]
+    pub untracked_threads: u64,
+    /// kernel.task_delayacct was on before vmtrace looked: tasks older
+    /// than the window carry delays from before it.
+    #[serde(default)]
+    pub already_on: bool,
 }
 
 /// /proc/vmstat deltas over the traced window: the kernel's own view,

@@ -169,6 +169,8 @@ pub struct Window {
     started_mono_ns: u64,
     delayacct: Option<SysctlOverride>,
     delayacct_on: bool,
+    /// kernel.task_delayacct was 1 before the window (nothing to restore).
+    delayacct_already_on: bool,
     /// --bpf-stats: report program costs; kernel.bpf_stats_enabled is on
     /// for the window (the guard: None when it was on already).
     bpf_stats: bool,
@@ -200,6 +202,7 @@ impl Window {
             started_mono_ns: collect::monotonic_ns(),
             delayacct: None,
             delayacct_on: false,
+            delayacct_already_on: false,
             bpf_stats: false,
             bpf_stats_guard: None,
         })
@@ -232,6 +235,14 @@ impl Window {
         };
         // The kernel's delay accounting, read at each target thread's
         // exit: on for the window (restored by the guard, also on errors).
+        // A run opens the window before it forks the command (run.rs:
+        // Window::open, then spawn), so every task of the job is forked
+        // with it on: kernel/fork.c copy_process -> delayacct_tsk_init
+        // gives a task a `delays` record only while delayacct_on is set
+        // (6.1, 6.12, 6.18), and each of its waits then starts with a
+        // stamp. Tasks older than the switch (attach) have no record, or
+        // one whose open wait has no stamp: the eBPF exit program drops
+        // any value longer than the task lived (fault.rs add_delay).
         let (delayacct, delayacct_on) = match SysctlOverride::set("kernel.task_delayacct", "1") {
             Ok(guard) => (guard, true),
             Err(e) => {
@@ -245,6 +256,7 @@ impl Window {
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
+            delayacct_already_on: delayacct_on && delayacct.is_none(),
             delayacct,
             delayacct_on,
             bpf_stats,
@@ -362,6 +374,7 @@ impl Window {
         report.add_swap_causes(&VmStat::delta(&self.before, &d.after));
         if let Some(delays) = report.delays.as_mut() {
             delays.accounting_on = self.delayacct_on;
+            delays.already_on = self.delayacct_already_on;
         }
         report.dropped.program_misses = std::mem::take(&mut d.misses);
         report.program_costs = d.program_costs.take();

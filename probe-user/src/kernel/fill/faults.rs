@@ -33,8 +33,9 @@ impl RunReport {
     }
 }
 
-/// The target threads' delays at exit, as the eBPF side summed them;
-/// `accounting_on` is the session's to set.
+/// The target threads' delays at exit, as the eBPF side summed them
+/// (values longer than their thread lived dropped and counted apart);
+/// `accounting_on` and `already_on` are the session's to set.
 fn delays(totals: &KernelTotals) -> DelayReport {
     DelayReport {
         accounting_on: false,
@@ -44,6 +45,10 @@ fn delays(totals: &KernelTotals) -> DelayReport {
         thrashing_ns: totals.counter(Counter::DelayThrashingNs),
         compact_ns: totals.counter(Counter::DelayCompactNs),
         cpu_ns: totals.counter(Counter::DelayCpuNs),
+        implausible: totals.counter(Counter::DelayImplausible),
+        implausible_ns: totals.counter(Counter::DelayImplausibleNs),
+        untracked_threads: totals.counter(Counter::DelayUntracked),
+        already_on: false,
     }
 }
 

@@ -430,6 +430,9 @@ pub const CATALOGUE: &[Metric] = &[
                 member!(optional task_delay_info.compact_delay, 8, delay_compact),
                 member!(optional task_struct.sched_info, 8, task_sched_info),
                 member!(optional sched_info.run_delay, 8, sched_info_run_delay),
+                // When the thread was forked: no delay can be longer than
+                // the thread has lived.
+                member!(optional task_struct.start_time, 8, task_start_time),
             ],
         }],
     },

@@ -272,6 +272,8 @@ mod tests {
                 ("task_delay_info", "compact_delay") => Some(168),
                 ("task_struct", "sched_info") => Some(1008),
                 ("sched_info", "run_delay") => Some(8),
+                // start_time (ktime at fork) on 6.1, 6.12 and 6.18 alike.
+                ("task_struct", "start_time") => Some(2424),
                 ("request", "__sector") => Some(48),
                 ("request", "__data_len") => Some(44),
                 ("request", "cmd_flags") => Some(24),

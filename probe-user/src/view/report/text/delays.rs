@@ -5,7 +5,7 @@
 use crate::view::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
-use crate::model::report::RunReport;
+use crate::model::report::{DelayReport, RunReport};
 
 /// `delay accounting (...)`: reclaim, swap-in, thrashing, compaction,
 /// block I/O and run-queue delays, or why they are off.
@@ -44,5 +44,72 @@ pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
         "  block I/O {:>6}  waiting for a CPU {:>8}",
         fmt_ns(d.blkio_ns),
         fmt_ns(d.cpu_ns)
-    )
+    )?;
+    caveats(o, d)
+}
+
+/// What the figures leave out, each only when it happened: per-task
+/// values dropped as longer than their task lived (never summed), threads
+/// the kernel kept no record for, accounting already on before.
+fn caveats(o: &mut String, d: &DelayReport) -> Result {
+    if d.implausible > 0 {
+        writeln!(
+            o,
+            "  dropped {} delays > task's life ({}): no wait start stamp",
+            d.implausible,
+            fmt_ns(d.implausible_ns)
+        )?;
+    }
+    if d.untracked_threads > 0 {
+        writeln!(
+            o,
+            "  {} threads forked while it was off: no delays kept for them",
+            d.untracked_threads
+        )?;
+    }
+    if d.already_on {
+        writeln!(
+            o,
+            "  on before vmtrace: older tasks carry waits from before"
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_values_and_untracked_threads_are_said_in_one_line_each() {
+        let mut report = RunReport {
+            delays: Some(DelayReport {
+                accounting_on: true,
+                blkio_ns: 1_500_000_000,
+                implausible: 12345,
+                implausible_ns: 188_234_000_000_000,
+                untracked_threads: 99999,
+                already_on: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut o = String::new();
+        delays(&mut o, &report).expect("write");
+        assert!(
+            o.contains("  dropped 12345 delays > task's life (188234s): no wait start stamp"),
+            "{o}"
+        );
+        assert!(o.contains("99999 threads forked while it was off"), "{o}");
+        assert!(o.contains("on before vmtrace"), "{o}");
+        assert!(o.lines().all(|l| l.len() <= 72 && l.is_ascii()), "{o}");
+        // Nothing dropped: no line about it.
+        report.delays = Some(DelayReport {
+            accounting_on: true,
+            ..Default::default()
+        });
+        let mut o = String::new();
+        delays(&mut o, &report).expect("write");
+        assert!(!o.contains("dropped") && !o.contains("forked"), "{o}");
+    }
 }
