@@ -99,7 +99,7 @@ fn check_attribution(c: &Value, text: &str) {
     }
 }
 
-/// The bundled build at -j 4 in a 128 MiB box against a 512 MiB box,
+/// The bundled build at -j 4 in a 96 MiB box against a 512 MiB box,
 /// three runs each, interleaved: the job's parallelism is above 1, and
 /// the attribution keeps its bounds (shares within [0, 100]%, explained
 /// parts plus unexplained equal to the elapsed difference, no mechanism
@@ -112,7 +112,7 @@ fn parallel_build_attribution_stays_within_the_difference() {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for round in 0..3 {
         a.extend(build_run(&dir, "512M", &format!("a{round}.vmtrace.json")));
-        b.extend(build_run(&dir, "128M", &format!("b{round}.vmtrace.json")));
+        b.extend(build_run(&dir, "96M", &format!("b{round}.vmtrace.json")));
     }
     assert!(
         a.len() >= 2 && b.len() >= 2,
