@@ -382,6 +382,58 @@ fn zone_shares(runs: &[&RunReport], pick: Pick) -> Vec<(String, f64)> {
 mod tests {
     use super::*;
 
+    /// zswap off (A) against on (B): the loads and stores are new in B,
+    /// the swap device's reads are gone, and the mechanism is zswap.
+    #[test]
+    fn zswap_names_swap_ins_served_from_zswap() {
+        use crate::model::report::{DelayReport, SwapCauses};
+        let run = |zswap: bool, i: u64| RunReport {
+            swap_causes: Some(SwapCauses {
+                pgmajfault: Some(30_000 + i),
+                pswpin: Some(if zswap { 0 } else { 200_000 + i }),
+                zswpin: Some(if zswap { 200_000 + 7 * i } else { 0 }),
+                zswpout: Some(if zswap { 250_000 + 5 * i } else { 0 }),
+                swap_ra: Some(170_000),
+                ..Default::default()
+            }),
+            vmstat: crate::model::report::VmstatDelta {
+                pswpin: if zswap { 0 } else { 200_000 + 3 * i },
+                ..Default::default()
+            },
+            delays: Some(DelayReport {
+                accounting_on: true,
+                blkio_ns: if zswap {
+                    0
+                } else {
+                    1_900_000_000 + 10_000_000 * i
+                },
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let a: Vec<RunReport> = (0..3).map(|i| run(false, i)).collect();
+        let b: Vec<RunReport> = (0..3).map(|i| run(true, i)).collect();
+        let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
+        let metrics = super::super::metrics::rows(&ok);
+        let e = Evidence {
+            g: 1,
+            judgeable: true,
+            groups: &[],
+            metrics: &metrics,
+            attribution: &[],
+        };
+        let h = zswap(&e).expect("a zswap mechanism");
+        assert_eq!(h.mechanism, "zswap");
+        assert!(
+            h.text
+                .starts_with("swap-ins served from zswap: block I/O waits 1.9"),
+            "{}",
+            h.text
+        );
+        assert!(h.text.contains("-> 0"), "{}", h.text);
+        assert!(file_reads(&e).is_none(), "{}", h.text);
+    }
+
     #[test]
     fn zone_shift_names_the_zones_that_moved() {
         let zone = |zone: &str, scanned: u64| ZoneRow {
