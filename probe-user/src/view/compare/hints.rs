@@ -70,8 +70,25 @@ impl Evidence<'_> {
     }
 
     /// More swap-ins: their system time is swap-in's, not "system CPU"'s.
+    /// Where the runs split major faults by cause (swap_causes), the
+    /// swap-in share decides; older recordings only have all of them.
     fn swaps_in(&self) -> bool {
-        self.real("major faults") || self.real("swap-in pages")
+        let split = [0, self.g]
+            .iter()
+            .any(|&g| self.mean("swap-in faults", g).is_some());
+        let faults = if split {
+            self.real("swap-in faults")
+        } else {
+            self.real("major faults")
+        };
+        faults || self.real("swap-in pages")
+    }
+
+    /// zswap's stores or loads changed: the zswap mechanism then owns the
+    /// swap-in time (block I/O waits, their system CPU), so that no two
+    /// mechanisms claim the same seconds.
+    fn zswap_moved(&self) -> bool {
+        self.real("zswap loads") || self.real("zswap stores")
     }
 }
 
@@ -131,7 +148,9 @@ fn oom_kills(e: &Evidence) -> Option<Hint> {
 
 fn swap_in(e: &Evidence) -> Option<Hint> {
     let swap_in = e.swaps_in();
-    if !swap_in && !e.real("block I/O (delay acct)") {
+    // zswap names these swap-ins; file reads name block I/O of their own.
+    let blkio_is_swap = e.real("block I/O (delay acct)") && !e.real("file read faults");
+    if e.zswap_moved() || (!swap_in && !blkio_is_swap) {
         return None;
     }
     // More swap-ins cost system time to fault them in and block I/O
@@ -171,7 +190,7 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
 /// zswap_load/zswap_store (mm/zswap.c, 6.1 to 6.18); pswpin only reads
 /// from the device (mm/page_io.c).
 fn zswap(e: &Evidence) -> Option<Hint> {
-    if !(e.real("zswap loads") || e.real("zswap stores")) {
+    if !e.zswap_moved() {
         return None;
     }
     let now =
@@ -216,8 +235,9 @@ fn file_reads(e: &Evidence) -> Option<Hint> {
         e.pair("file refaults", fmt_count_short),
         e.pair("block I/O (delay acct)", fmt_secs)
     );
-    // Block I/O is theirs only when swap-ins did not change as well.
-    let seconds = if e.real("swap-in faults") || e.real("swap-in pages") {
+    // Block I/O is theirs only when swap-ins (or zswap) did not change
+    // as well: then it is swap-in's or zswap's.
+    let seconds = if e.swaps_in() || e.zswap_moved() {
         0.0
     } else {
         e.comp("block I/O waits")
@@ -311,7 +331,7 @@ fn compaction(e: &Evidence) -> Option<Hint> {
 }
 
 fn system_cpu(e: &Evidence) -> Option<Hint> {
-    (e.real("system CPU") && !e.swaps_in()).then(|| Hint {
+    (e.real("system CPU") && !e.swaps_in() && !e.zswap_moved()).then(|| Hint {
         mechanism: "system CPU",
         seconds: e.comp("other system CPU"),
         text: format!("system CPU: {}", e.pair("system CPU", fmt_secs)),
@@ -432,6 +452,9 @@ mod tests {
         );
         assert!(h.text.contains("-> 0"), "{}", h.text);
         assert!(file_reads(&e).is_none(), "{}", h.text);
+        // The swap-in seconds are zswap's alone: no second claim.
+        assert!(swap_in(&e).is_none());
+        assert!(system_cpu(&e).is_none());
     }
 
     #[test]
