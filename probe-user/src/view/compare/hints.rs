@@ -88,7 +88,26 @@ impl Evidence<'_> {
     /// swap-in time (block I/O waits, their system CPU), so that no two
     /// mechanisms claim the same seconds.
     fn zswap_moved(&self) -> bool {
-        self.real("zswap loads") || self.real("zswap stores")
+        ["zswap loads", "zswap stores"]
+            .iter()
+            .any(|m| self.real(m) || self.switched(m))
+    }
+
+    /// A counter that is 0 in every run of one group and above 0 in
+    /// every run of the other (two runs or more each): a feature switched
+    /// on or off (zswap's counters are 0 with zswap off), which a t-test
+    /// against a group of zeros cannot judge with few runs.
+    fn switched(&self, name: &str) -> bool {
+        if super::guards::guarded(self.metrics, name) {
+            return false;
+        }
+        let Some(m) = self.metric(name) else {
+            return false;
+        };
+        let (Some(a), Some(b)) = (m.groups[0], m.groups[self.g]) else {
+            return false;
+        };
+        a.n >= 2 && b.n >= 2 && ((a.max == 0.0 && b.min > 0.0) || (b.max == 0.0 && a.min > 0.0))
     }
 }
 
@@ -455,6 +474,17 @@ mod tests {
         // The swap-in seconds are zswap's alone: no second claim.
         assert!(swap_in(&e).is_none());
         assert!(system_cpu(&e).is_none());
+        // Two zswap runs far apart: stores 0 -> 250k/450k is no
+        // significant t-test, but zswap was switched on in every run.
+        let b2 = [run(true, 0), run(true, 40_000)];
+        let ok = vec![a.iter().collect::<Vec<_>>(), b2.iter().collect()];
+        let metrics = super::super::metrics::rows(&ok);
+        let e = Evidence {
+            metrics: &metrics,
+            ..e
+        };
+        assert!(!e.real("zswap stores") && e.switched("zswap stores"));
+        assert!(zswap(&e).is_some() && swap_in(&e).is_none());
     }
 
     #[test]
