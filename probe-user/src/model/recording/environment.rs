@@ -250,7 +250,7 @@ fn mthp(dir: &Path) -> BTreeMap<String, String> {
 /// The file system type of the mount holding `path`, from the text of
 /// /proc/self/mountinfo: the longest mount point that is a prefix of it
 /// (the later of equal ones: it is mounted over the earlier).
-fn fs_type_of(mountinfo: &str, path: &Path) -> Option<String> {
+pub fn fs_type_of(mountinfo: &str, path: &Path) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
     for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -300,7 +300,8 @@ fn cpus(cpuinfo: &str) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
+/// A /proc/meminfo value (`Zswap:   1234 kB`, key `Zswap`) in bytes.
+pub fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
     meminfo.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         if k != key {
