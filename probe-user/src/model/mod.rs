@@ -5,5 +5,6 @@ pub mod histogram;
 pub mod recording;
 pub mod report;
 pub mod sample;
+pub mod swap_causes;
 pub mod units;
 pub mod vmstat;

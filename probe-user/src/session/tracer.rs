@@ -298,7 +298,9 @@ impl Window {
             report.add_kswapd(&d.totals, &self.kswapd_cpu(&d.kswapd_cpu_after), &zones);
         }
         if enabled(MetricId::Oom) {
-            report.add_oom_victims(&d.oom_victims, self.started_mono_ns);
+            let exited: Option<Vec<u32>> = enabled(MetricId::ProcessFaults)
+                .then(|| d.totals.processes.iter().map(|(pid, _)| *pid).collect());
+            report.add_oom_victims(&d.oom_victims, self.started_mono_ns, exited.as_deref());
         }
         report.unavailable = unavailable;
         report.partial = partial;

@@ -40,8 +40,15 @@ impl RunReport {
     }
 
     /// Adds the OOM victims read from the ring buffer; `start_ns` is the
-    /// CLOCK_MONOTONIC time the command started.
-    pub fn add_oom_victims(&mut self, victims: &[vmtrace_common::OomVictim], start_ns: u64) {
+    /// CLOCK_MONOTONIC time the command started. `exited` holds the
+    /// target processes seen exiting (process-exit probe; None when it
+    /// did not run): a victim among them was the command's.
+    pub fn add_oom_victims(
+        &mut self,
+        victims: &[vmtrace_common::OomVictim],
+        start_ns: u64,
+        exited: Option<&[u32]>,
+    ) {
         self.oom_victims = Some(
             victims
                 .iter()
@@ -49,7 +56,9 @@ impl RunReport {
                     time_s: v.time_ns.saturating_sub(start_ns) as f64 / 1e9,
                     pid: v.pid,
                     comm: comm_to_string(&v.comm),
-                    target: v.target != 0,
+                    target: exited.is_some_and(|e| e.contains(&v.pid)),
+                    victim_known: exited.is_some(),
+                    invoked_by_target: v.target != 0,
                     total_vm_kb: v.total_vm_kb,
                     anon_rss_kb: v.anon_rss_kb,
                     file_rss_kb: v.file_rss_kb,

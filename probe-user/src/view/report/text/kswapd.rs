@@ -9,17 +9,22 @@ use std::fmt::{Result, Write as _};
 use super::{hist::write_hist, names::nonzero_pairs};
 use crate::model::report::{KswapdReport, RunReport};
 
-/// kswapd (system-wide): the per-node table, then its wakeups.
+/// kswapd (system-wide): the per-node table, then its wakeups. The
+/// count is of balancing rounds, not wakeups: kswapd() emits
+/// mm_vmscan_kswapd_wake before every balance_pgdat() call, and loops
+/// back to balance again without sleeping while a wakeup asked for more
+/// (mm/vmscan.c kswapd, 6.1/6.12/6.18). The wakeups are the awake
+/// periods, ended by mm_vmscan_kswapd_sleep.
 pub(super) fn kswapd(o: &mut String, report: &RunReport) -> Result {
     let Some(k) = &report.kswapd else {
         return Ok(());
     };
     writeln!(o)?;
-    writeln!(o, "kswapd (system-wide)")?;
+    writeln!(o, "kswapd (system-wide; rounds: balance_pgdat runs)")?;
     writeln!(
         o,
         "  {:>4} {:>8} {:>10} {:>10}",
-        "node", "wakes", "awake", "cpu"
+        "node", "rounds", "awake", "cpu"
     )?;
     for n in &k.nodes {
         writeln!(

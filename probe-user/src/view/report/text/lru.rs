@@ -7,6 +7,7 @@ use std::fmt::{Result, Write as _};
 
 use super::names::nonzero_pairs;
 use crate::model::report::{LruRowReport, RunReport};
+use vmtrace_common::LruShrinkInactive;
 
 /// The inactive LRU table per (node, context, lru), its total against
 /// /proc/vmstat, the scan velocity and the kept-back table.
@@ -52,7 +53,7 @@ pub(super) fn shrink_inactive(o: &mut String, report: &RunReport) -> Result {
         )?;
     }
     vmstat_twin(o, report)?;
-    kept_back(o, rows)
+    kept_back(o, report, rows)
 }
 
 /// One line when the tracepoint's scanned total and /proc/vmstat's
@@ -99,38 +100,104 @@ fn vmstat_twin(o: &mut String, report: &RunReport) -> Result {
     write_wrapped(o, &text)
 }
 
-/// "why scanned pages were not reclaimed": reasons down, the busiest
-/// (context, lru) pairs across (at most 4 columns), summed over nodes.
-fn kept_back(o: &mut String, rows: &[LruRowReport]) -> Result {
+/// "where the scanned pages went": disjoint groups down (reclaimed,
+/// activated, referenced and kept, the rest) that add up to what was
+/// scanned, then the flags shrink_folio_list counts on the way, which
+/// overlap those groups; the busiest (context, lru) pairs across (at
+/// most 4 columns), summed over nodes.
+///
+/// What was read (mm/vmscan.c shrink_folio_list, 6.1/6.12/6.18): every
+/// isolated folio ends in one of free_it (nr_reclaimed), activate_locked
+/// (nr_activate[type], unless mlocked), keep_locked after
+/// folio_check_references said FOLIOREF_KEEP (nr_ref_keep), or another
+/// keep that no stat counts. The largest of those: pageout() returned
+/// PAGE_SUCCESS and the folio is still under writeback (`goto keep`),
+/// which is every anon folio just written to a swap device that
+/// completes asynchronously; it stays on the inactive list until a later
+/// pass frees it. nr_writeback, nr_immediate and nr_unmap_fail count
+/// folios that went to activate_locked (already in "activated"); nr_dirty
+/// and nr_congested count folios whatever became of them.
+fn kept_back(o: &mut String, report: &RunReport, rows: &[LruRowReport]) -> Result {
     let cols = busiest_pairs(rows);
     if cols.is_empty() {
         return Ok(());
     }
-    writeln!(o, "  scanned but kept back (pages)")?;
-    let mut head = format!("  {:<16}", "");
+    writeln!(o, "  where the scanned pages went (pages)")?;
+    let mut head = format!("  {:<18}", "");
     for c in &cols {
         let _ = write!(head, " {:>12}", format!("{}/{}", c.context, c.lru));
     }
     writeln!(o, "{head}")?;
-    type Get = fn(&LruRowReport) -> u64;
-    let reasons: [(&str, Get); 8] = [
-        ("dirty", |c| c.totals.nr_dirty),
-        ("writeback", |c| c.totals.nr_writeback),
-        ("congested", |c| c.totals.nr_congested),
-        ("immediate", |c| c.totals.nr_immediate),
-        ("activated anon", |c| c.totals.nr_activate_anon),
-        ("activated file", |c| c.totals.nr_activate_file),
-        ("referenced kept", |c| c.totals.nr_ref_keep),
-        ("unmap failed", |c| c.totals.nr_unmap_fail),
+    let groups: [(&str, Get); 5] = [
+        ("reclaimed", |t| Some(t.nr_reclaimed)),
+        ("activated", |t| Some(activated(t))),
+        ("referenced, kept", |t| Some(t.nr_ref_keep)),
+        ("the rest (below)", rest),
+        ("= scanned", |t| Some(t.nr_scanned)),
     ];
-    for (name, get) in reasons {
-        let mut line = format!("  {name:<16}");
-        for c in &cols {
-            let _ = write!(line, " {:>12}", get(c));
+    let flags: [(&str, Get); 5] = [
+        ("  dirty", |t| Some(t.nr_dirty)),
+        ("  congested", |t| Some(t.nr_congested)),
+        ("  writeback", |t| Some(t.nr_writeback)),
+        ("  immediate", |t| Some(t.nr_immediate)),
+        ("  unmap failed", |t| Some(t.nr_unmap_fail)),
+    ];
+    pass_rows(o, &cols, &groups)?;
+    writeln!(o, "  seen on the way (within the rows above)")?;
+    pass_rows(o, &cols, &flags)?;
+    rest_note(o, report, &cols)
+}
+
+/// A row's reader: None prints "n/a".
+type Get = fn(&LruShrinkInactive) -> Option<u64>;
+
+/// One line per (name, reader), a column per (context, lru) pair.
+fn pass_rows(o: &mut String, cols: &[LruRowReport], rows: &[(&str, Get)]) -> Result {
+    for (name, get) in rows {
+        let mut line = format!("  {name:<18}");
+        for c in cols {
+            let v = get(&c.totals).map_or("n/a".to_string(), |v| v.to_string());
+            let _ = write!(line, " {v:>12}");
         }
         writeln!(o, "{line}")?;
     }
     Ok(())
+}
+
+/// Folios moved to the active list, anon and file (an anon LRU's folios
+/// are anon: the type is the folio's).
+fn activated(t: &LruShrinkInactive) -> u64 {
+    t.nr_activate_anon + t.nr_activate_file
+}
+
+/// Scanned pages that were neither freed, activated nor kept as
+/// referenced; None when those exceed what was scanned (the groups then
+/// do not partition the scan: MGLRU's retries, or a lost event).
+fn rest(t: &LruShrinkInactive) -> Option<u64> {
+    t.nr_scanned
+        .checked_sub(t.nr_reclaimed + activated(t) + t.nr_ref_keep)
+}
+
+/// What "the rest" is, next to what reclaim wrote (mm_vmscan_write_folio).
+fn rest_note(o: &mut String, report: &RunReport, cols: &[LruRowReport]) -> Result {
+    let total: Option<u64> = cols.iter().map(|c| rest(&c.totals)).sum();
+    let text = match (total, &report.swap_out) {
+        (None, _) => "  the rest: n/a, reclaimed + activated + kept exceed \
+                      scanned (the groups do not partition the scan)"
+            .to_string(),
+        (Some(rest), Some(w)) => format!(
+            "  the rest: kept without a count, chiefly folios written out \
+             and still under writeback (async swap or file I/O), freed by \
+             a later pass; so eff% of anon swap-out stays near 50%. \
+             Reclaim wrote {} folios (mm_vmscan_write_folio), the rest is \
+             {rest} pages",
+            w.anon_folios + w.file_folios
+        ),
+        (Some(_), None) => "  the rest: kept without a count, chiefly folios \
+                            written out and still under writeback"
+            .to_string(),
+    };
+    write_wrapped(o, &text)
 }
 
 /// The rows summed over nodes per (context, lru), most scanned first, at
@@ -159,13 +226,17 @@ fn busiest_pairs(rows: &[LruRowReport]) -> Vec<LruRowReport> {
     cols
 }
 
-/// `<context> shrinks by priority (12 mildest, 0 last resort): ...`,
-/// right under the inactive table (no blank line between).
+/// `<context> inactive shrinks by priority: ...`, right under the
+/// inactive table (no blank line between). Each count is one
+/// mm_vmscan_lru_shrink_inactive event: shrink_lruvec calls
+/// shrink_inactive_list with at most SWAP_CLUSTER_MAX (32) pages at a
+/// time, so one reclaim pass at one priority is many events.
 pub(super) fn priorities(o: &mut String, report: &RunReport) -> Result {
     for p in &report.reclaim_priority {
         let pairs = nonzero_pairs(&p.counts, |i| i.to_string());
         let text = format!(
-            "{} shrinks by priority (12 mildest, 0 last resort): {pairs}",
+            "{} inactive-list shrinks (batches of <= 32 pages) by \
+             priority (12 mildest, 0 last resort): {pairs}",
             p.context
         );
         write_wrapped(o, &text)?;

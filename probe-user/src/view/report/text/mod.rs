@@ -215,7 +215,13 @@ fn oom_victims(o: &mut String, report: &RunReport) -> Result {
         return Ok(());
     }
     writeln!(o)?;
-    writeln!(o, "OOM victims (* = OOM hit by the command's tasks)")?;
+    writeln!(o, "OOM victims (* = a process of the command)")?;
+    if victims.iter().any(|v| !v.victim_known) {
+        writeln!(
+            o,
+            "  (whose victim: unknown without the process-exit probe)"
+        )?;
+    }
     writeln!(
         o,
         "  {:>8} {:>8} {:<16} {:>10} {:>10} {:>10}",
@@ -225,7 +231,7 @@ fn oom_victims(o: &mut String, report: &RunReport) -> Result {
         writeln!(
             o,
             "{} {:>7.2}s {:>8} {:<16} {:>10} {:>10} {:>10}",
-            if k.target { '*' } else { ' ' },
+            if k.target && k.victim_known { '*' } else { ' ' },
             k.time_s,
             k.pid,
             k.comm,

@@ -57,9 +57,16 @@ pub(super) fn top_stallers(o: &mut String, report: &RunReport) -> Result {
     Ok(())
 }
 
-/// `<context> reclaims by allocation order: 11+:1 0:5` per context.
+/// `<context> reclaims by allocation order: 11+:1 0:5` per context. Not
+/// for memcg reclaim: try_to_free_mem_cgroup_pages emits
+/// mm_vmscan_memcg_reclaim_begin with order 0 whatever the charge's
+/// size (mm/vmscan.c, 6.1/6.12/6.18: `.order = 0` in its scan_control,
+/// and the tracepoint is given 0), so that row would say nothing.
 pub(super) fn orders(o: &mut String, report: &RunReport) -> Result {
     for r in &report.reclaim_order {
+        if r.context == "memcg" {
+            continue;
+        }
         writeln!(o)?;
         let pairs = nonzero_pairs(&r.counts, |i| {
             if i + 1 == r.counts.len() {
