@@ -52,7 +52,7 @@ const TABLE: &[(&str, &str, &[&str])] = &[
             "pages scanned",
             "reclaim efficiency",
             "scan velocity",
-            "low-priority scans",
+            "low-priority shrinks",
         ],
     ),
     (

@@ -282,10 +282,10 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
         ", velocity {} pages/s",
         e.pair("scan velocity", fmt_count_short)
     ));
-    if e.real("low-priority scans") {
+    if e.real("low-priority shrinks") {
         text.push_str(&format!(
             "; shrinks at priority <= 9: {}",
-            e.pair("low-priority scans", |v| format!("{v:.0}%"))
+            e.pair("low-priority shrinks", |v| format!("{v:.0}%"))
         ));
     }
     Some(Hint {

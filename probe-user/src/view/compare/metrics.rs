@@ -105,7 +105,7 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     ("global direct reclaims", Unit::Count, |r| {
         Some(r.vmstat.allocstall as f64)
     }),
-    ("low-priority scans", Unit::Percent, low_priority_share),
+    ("low-priority shrinks", Unit::Percent, low_priority_share),
     ("throttled", Unit::Seconds, |r| {
         r.throttle.as_ref().map(|t| t.delays.total_ns as f64 / 1e9)
     }),
