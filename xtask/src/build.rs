@@ -7,7 +7,7 @@ use crate::{setup, util};
 
 /// The binaries the run and tests use, release profile.
 pub fn build() -> Result<()> {
-    setup::setup(setup::Verbosity::Quiet)?;
+    setup::setup(setup::Verbosity::Quiet, setup::Need::Build)?;
     util::run(util::cargo().args([
         "build",
         "--release",
@@ -19,7 +19,7 @@ pub fn build() -> Result<()> {
 }
 
 pub fn lint() -> Result<()> {
-    setup::setup(setup::Verbosity::Quiet)?;
+    setup::setup(setup::Verbosity::Quiet, setup::Need::Build)?;
     util::run(util::cargo().args(["fmt", "--all", "--check"]))?;
     util::run(util::cargo().args([
         "clippy",

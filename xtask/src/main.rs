@@ -65,7 +65,7 @@ enum Task {
 fn main() {
     let cli = Cli::parse();
     let result: Result<()> = match cli.task {
-        Task::Setup => setup::setup(setup::Verbosity::Report),
+        Task::Setup => setup::setup(setup::Verbosity::Report, setup::Need::Test),
         Task::Build => build::build(),
         Task::Run { args } => run::run(&args),
         Task::Test => test::test(),

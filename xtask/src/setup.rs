@@ -27,23 +27,32 @@ use crate::util;
 /// and links aya-ebpf 0.2 objects.
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
-/// Commands the tests need, and the Debian package that has each
-/// (mkswap, setpriv: the box and the privilege test; make and cc: the
-/// build workload).
-const DEBIAN: &[(&str, &str)] = &[
-    ("mkswap", "util-linux"),
-    ("setpriv", "util-linux"),
-    ("make", "make"),
-    ("cc", "gcc"),
-    ("python3", "python3"),
+/// What a task needs installed: building and the main job (`cargo xtask
+/// build`, `run`, `lint`), or everything the tests use (`test`, `setup`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Need {
+    Build,
+    Test,
+}
+
+/// Commands vmtrace or its tests need, the Debian package that has each,
+/// and who needs it (mkswap, setpriv: the box of the main job and the
+/// privilege test; make and cc: the build workload's tests).
+const DEBIAN: &[(&str, &str, Need)] = &[
+    ("mkswap", "util-linux", Need::Build),
+    ("setpriv", "util-linux", Need::Build),
+    ("make", "make", Need::Test),
+    ("cc", "gcc", Need::Test),
+    ("python3", "python3", Need::Test),
     // Headers for the PyPI decoder's C extension, built by pip.
-    ("python3-config", "python3-dev"),
+    ("python3-config", "python3-dev", Need::Test),
     // `vmtrace kernels`: guests, their initramfs and disks, Debian's
-    // compressed kernel modules.
-    ("qemu-system-x86_64", "qemu-system-x86"),
-    ("busybox", "busybox-static"),
-    ("mkfs.ext4", "e2fsprogs"),
-    ("xz", "xz-utils"),
+    // compressed kernel modules. Only the tests boot guests; the main
+    // job does not need QEMU.
+    ("qemu-system-x86_64", "qemu-system-x86", Need::Test),
+    ("busybox", "busybox-static", Need::Test),
+    ("mkfs.ext4", "e2fsprogs", Need::Test),
+    ("xz", "xz-utils", Need::Test),
 ];
 
 /// The PyPI HdrHistogram decoder the hlog export is checked with.
@@ -62,7 +71,7 @@ pub enum Verbosity {
     Quiet,
 }
 
-pub fn setup(verbosity: Verbosity) -> Result<()> {
+pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
     let mut done = Vec::new();
     if !nightly_installed() {
         util::run(Command::new("rustup").args([
@@ -88,16 +97,19 @@ pub fn setup(verbosity: Verbosity) -> Result<()> {
         install_bpf_linker()?;
         done.push("bpf-linker");
     }
-    let missing: Vec<&str> = DEBIAN
+    let mut missing: Vec<&str> = DEBIAN
         .iter()
-        .filter(|(cmd, _)| !util::on_path(cmd) && !Path::new("/usr/sbin").join(cmd).is_file())
-        .map(|&(_, pkg)| pkg)
+        .filter(|(cmd, _, n)| {
+            *n <= need && !util::on_path(cmd) && !Path::new("/usr/sbin").join(cmd).is_file()
+        })
+        .map(|&(_, pkg, _)| pkg)
         .collect();
+    missing.dedup();
     if !missing.is_empty() {
         install_debian(&missing)?;
         done.push("Debian packages");
     }
-    if !python_dir().join("hdrh").join("__init__.py").is_file() {
+    if need == Need::Test && !python_dir().join("hdrh").join("__init__.py").is_file() {
         install_python_packages()?;
         done.push("Python hdrhistogram");
     }
@@ -241,10 +253,14 @@ pub(crate) fn install_debian(packages: &[&str]) -> Result<()> {
             packages.join(" ")
         );
     }
+    println!("setup: installing Debian packages {}", packages.join(" "));
+    // --no-remove: apt-get aborts rather than remove an installed package
+    // to make room (Debian's qemu-system-x86 conflicts with a newer
+    // qemu-utils from backports, and apt would remove the user's).
     let install = || {
         util::run(
             Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends"])
+                .args(["install", "-y", "--no-install-recommends", "--no-remove"])
                 .args(packages)
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )

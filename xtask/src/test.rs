@@ -8,6 +8,7 @@ use anyhow::Result;
 use crate::{build, util};
 
 pub fn test() -> Result<()> {
+    crate::setup::setup(crate::setup::Verbosity::Quiet, crate::setup::Need::Test)?;
     build::build()?;
     // Unit and doc tests of every default member; the kernel tests are
     // #[ignore]d there, so they show up as ignored, never as passed.
