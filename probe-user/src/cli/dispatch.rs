@@ -94,6 +94,7 @@ fn run_command(args: RunArgs) -> Result<i32> {
                 swap: args.swap,
                 swap_dir: args.swap_dir,
             },
+            no_box: args.no_box,
             fault_latency: args.fault_latency,
             page_alloc: args.page_alloc,
             bpf_stats: args.bpf_stats,

@@ -231,6 +231,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub mem: Option<u64>,
 
+    /// No memory box: the whole machine's memory is the pressure
+    #[arg(
+        long,
+        conflicts_with = "mem",
+        long_help = "Run without a memory box: no memory cgroup, so reclaim is the \
+whole machine's (global reclaim, kswapd, zones and watermarks), as in the seed mails \
+booted with mem=64M. Meant for a small machine or guest (`vmtrace kernels --mem 256M \
+-- run --no-box build -j 4`). A bundled workload's default box is not applied; \
+--swap still adds a swapfile."
+    )]
+    pub no_box: bool,
+
     /// Add a temporary swapfile of SIZE for the run, e.g. 1G
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub swap: Option<u64>,

@@ -40,7 +40,7 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
             .collect(),
     );
     o.command = command;
-    if o.spec.mem_limit.is_none() && o.spec.swap.is_none() {
+    if o.spec.mem_limit.is_none() && o.spec.swap.is_none() && !o.no_box {
         o.spec.mem_limit = b.default_mem;
         o.spec.swap = b.default_swap;
     }
@@ -57,7 +57,11 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
     eprintln!(
         "vmtrace: {}: box {}, swapfile {}, arguments: {}",
         b.name,
-        o.spec.mem_limit.map_or("without a limit".into(), human),
+        match o.spec.mem_limit {
+            Some(m) => human(m),
+            None if o.no_box => "none (the machine's memory)".into(),
+            None => "without a limit".into(),
+        },
         o.spec.swap.map_or("none".into(), human),
         o.command[3..]
             .iter()

@@ -34,6 +34,9 @@ pub struct RunOptions {
     /// bundled workload: `qsbench -m 350`, not `vmtrace workload ...`).
     pub label: Option<Vec<String>>,
     pub spec: BoxSpec,
+    /// `--no-box`: no memory cgroup even for a bundled workload (whose
+    /// default box applies otherwise); the machine is the pressure.
+    pub no_box: bool,
     pub fault_latency: bool,
     /// Count page allocations per zone (a hot path).
     pub page_alloc: bool,

@@ -5,6 +5,33 @@ use serde_json::Value;
 
 use crate::common::{delta, guard, json_of, run_memhog, text_ok, vmstat, vmtrace, within};
 
+/// `--no-box`: a bundled workload without its default box (the seed
+/// mails' whole-machine pressure, meant for a small guest): no memory
+/// cgroup, no swapfile, the whole machine's memory.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn no_box_runs_a_bundled_workload_on_the_machines_memory() {
+    let _g = guard();
+    let out = vmtrace(&[
+        "run",
+        "--json",
+        "--progress",
+        "none",
+        "--no-box",
+        "qsbench",
+        "-m",
+        "16",
+    ])
+    .output()
+    .expect("run vmtrace");
+    let r = json_of(&out);
+    assert_eq!(r["exit"]["code"], 0, "{:#}", r["exit"]);
+    assert_eq!(r["command"], serde_json::json!(["qsbench", "-m", "16"]));
+    assert!(r["membox"].is_null(), "{:#}", r["membox"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("box none (the machine's memory)"), "{err}");
+}
+
 /// `vmtrace run qsbench`: the bundled qsbench with its defaults (-m 350
 /// in a 256 MiB box with 2 GiB of swap). It either reclaims and swaps, or
 /// (as the seed mails saw, and FACTS.md in about 3 of 10 runs) is
