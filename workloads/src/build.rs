@@ -148,16 +148,26 @@ pub enum Source {
     },
 }
 
-/// Builds from clean with `make -jN`; the exit code of make.
+/// Builds from clean with `make -jN` in a scratch tree; the exit code of
+/// make.
 pub fn run(source: &Source, jobs: usize, verbose: bool) -> Result<i32> {
     if jobs == 0 {
         bail!("-j must be at least 1");
     }
     let scratch = Scratch::new("tree")?;
-    let target = match source {
+    let target = prepare(source, &scratch.0)?;
+    make_in(&scratch.0, jobs, verbose, target.as_deref())
+}
+
+/// Writes the tree to build into `dir` (existing, empty): the generated
+/// tree, or a copy of the user's (`cp -a`, so theirs is left as it
+/// was). Returns the make target. vmtrace runs this before the measured
+/// build (`--prepare-into`), so that the copy is not measured.
+pub fn prepare(source: &Source, dir: &Path) -> Result<Option<String>> {
+    match source {
         Source::Generated(spec) => {
-            generate(&scratch.0, spec)?;
-            None
+            generate(dir, spec)?;
+            Ok(None)
         }
         Source::Dir { path, target } => {
             if !path.join("Makefile").is_file() && !path.join("makefile").is_file() {
@@ -166,25 +176,33 @@ pub fn run(source: &Source, jobs: usize, verbose: bool) -> Result<i32> {
                     path.display()
                 );
             }
-            // cp -a: a scratch copy, so the user's tree is left as it was.
             let st = Command::new("cp")
                 .arg("-a")
                 .arg(format!("{}/.", path.display()))
-                .arg(&scratch.0)
+                .arg(dir)
                 .status()
                 .context("running cp")?;
             if !st.success() {
-                bail!(
-                    "copying {} to {} failed",
-                    path.display(),
-                    scratch.0.display()
-                );
+                bail!("copying {} to {} failed", path.display(), dir.display());
             }
-            target.clone()
+            Ok(target.clone())
         }
-    };
+    }
+}
+
+/// `make -C dir -jN [target]`: the part of a build that is measured.
+pub fn make_in(dir: &Path, jobs: usize, verbose: bool, target: Option<&str>) -> Result<i32> {
+    if jobs == 0 {
+        bail!("-j must be at least 1");
+    }
+    if !dir.join("Makefile").is_file() && !dir.join("makefile").is_file() {
+        bail!(
+            "{} has no Makefile; prepare it first with --prepare-into",
+            dir.display()
+        );
+    }
     let mut make = Command::new("make");
-    make.arg("-C").arg(&scratch.0).arg(format!("-j{jobs}"));
+    make.arg("-C").arg(dir).arg(format!("-j{jobs}"));
     if !verbose {
         make.arg("-s");
     }

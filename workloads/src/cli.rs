@@ -215,6 +215,15 @@ pub struct BuildArgs {
     /// Make target for --source
     #[arg(long, value_name = "T", requires = "source")]
     pub target: Option<String>,
+    /// Write the tree to build into DIR (existing, empty) and exit: the
+    /// preparation vmtrace runs before measuring (a copy of --source, or
+    /// the generated tree)
+    #[arg(long, value_name = "DIR", conflicts_with = "prepared")]
+    pub prepare_into: Option<std::path::PathBuf>,
+    /// Build the tree already in DIR (from --prepare-into) in place: only
+    /// make is measured
+    #[arg(long, value_name = "DIR")]
+    pub prepared: Option<std::path::PathBuf>,
     /// Show make's output
     #[arg(short = 'v')]
     pub verbose: bool,
@@ -232,7 +241,7 @@ pub fn build_main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let source = match a.source {
         Some(path) => crate::build::Source::Dir {
             path,
-            target: a.target,
+            target: a.target.clone(),
         },
         None => crate::build::Source::Generated(crate::build::TreeSpec {
             files: a.files,
@@ -240,7 +249,12 @@ pub fn build_main(args: impl IntoIterator<Item = OsString>) -> i32 {
             seed: a.seed,
         }),
     };
-    match crate::build::run(&source, a.jobs, a.verbose) {
+    let done = match (&a.prepare_into, &a.prepared) {
+        (Some(dir), _) => crate::build::prepare(&source, dir).map(|_| 0),
+        (None, Some(dir)) => crate::build::make_in(dir, a.jobs, a.verbose, a.target.as_deref()),
+        (None, None) => crate::build::run(&source, a.jobs, a.verbose),
+    };
+    match done {
         Ok(code) => code,
         Err(e) => {
             eprintln!("build: error: {e:#}");

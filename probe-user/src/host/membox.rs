@@ -489,11 +489,14 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
         }
     }
     removed.extend(clean_stale_scratch(&std::env::temp_dir()));
+    // Trees vmtrace prepared for a bundled build (`vmtrace-build-tree-PID`).
+    removed.extend(clean_stale_scratch(swap_dir));
     removed
 }
 
 /// Scratch trees of the bundled build workload (`vmtrace-build-TAG-PID`
-/// in the temporary directory) whose process is gone: an OOM kill or a
+/// in the temporary directory, or the tree vmtrace prepared in the swap
+/// directory) whose process is gone: an OOM kill or a
 /// kill -9 ends it before it can remove its tree. After the boxes above
 /// (killing what ran in them), so that no live build loses its tree.
 fn clean_stale_scratch(tmp: &Path) -> Vec<String> {

@@ -4,7 +4,10 @@
 //! arguments and seed, a comma list for its sweep flag is one run per
 //! value, and `vmtrace workload NAME` runs it in this process.
 
-use std::{ffi::OsString, path::Path};
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context, Result, bail};
 
@@ -70,6 +73,79 @@ pub fn resolve_bundled(opts: &RunOptions) -> Result<RunOptions> {
             .join(" ")
     );
     Ok(o)
+}
+
+/// A build tree written before the measurement; removed on drop (every
+/// way `run` ends; after a kill -9, by the next vmtrace's stale sweep).
+pub struct PreparedTree(PathBuf);
+
+impl Drop for PreparedTree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The bundled build measures make, not the preparation: its tree (a
+/// `cp -a` of --source, or the generated one) is written here, before
+/// the box and the probes exist, as the command's user, into
+/// `vmtrace-build-tree-PID` in the swap directory (a disk, not tmpfs:
+/// a kernel tree in RAM would be pressure of its own). The measured
+/// command is pointed at it (`build --prepared DIR`). Issue 18: `cp` was
+/// the task with the most reclaim stalls of a traced kernel build.
+pub fn prepare_tree(
+    opts: &mut RunOptions,
+    identity: Option<&crate::host::privilege::Identity>,
+) -> Result<Option<PreparedTree>> {
+    let is_build = opts.command.get(1).is_some_and(|a| a == "workload")
+        && opts.command.get(2).is_some_and(|a| a == "build");
+    let given = opts.command.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a.starts_with("--prepared") || a.starts_with("--prepare-into")
+    });
+    if !is_build || given {
+        return Ok(None);
+    }
+    let dir = opts
+        .spec
+        .swap_dir
+        .join(format!("vmtrace-build-tree-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating the build tree {}", dir.display()))?;
+    let tree = PreparedTree(dir.clone());
+    if let Some(id) = identity {
+        std::os::unix::fs::chown(&dir, Some(id.uid), Some(id.gid))
+            .with_context(|| format!("giving {} to {}", dir.display(), id.user))?;
+    }
+    let started = std::time::Instant::now();
+    let mut prep = std::process::Command::new(&opts.command[0]);
+    prep.args(&opts.command[1..3])
+        .arg("--prepare-into")
+        .arg(&dir)
+        .args(&opts.command[3..]);
+    if let Some(id) = identity.cloned() {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: become_in_child makes only async-signal-safe calls.
+        unsafe { prep.pre_exec(move || id.become_in_child()) };
+    }
+    let status = prep.status().context("preparing the build tree")?;
+    if !status.success() {
+        bail!(
+            "preparing the build tree in {} failed ({status}); see the lines above",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "vmtrace: build: tree prepared in {} ({:.1} s, not measured)",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let mut command: Vec<OsString> = opts.command[..3].to_vec();
+    command.push("--prepared".into());
+    command.push(dir.into_os_string());
+    command.extend(opts.command[3..].iter().cloned());
+    opts.command = command;
+    Ok(Some(tree))
 }
 
 /// What a recording names as the workload: a bundled workload with its

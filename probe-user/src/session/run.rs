@@ -62,8 +62,11 @@ pub struct RunOutcome {
 
 /// One run: the caller (`session::job`) has checked for root.
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
-    let opts = &resolve_bundled(opts)?;
-    let identity = prepare(opts)?;
+    let mut opts = resolve_bundled(opts)?;
+    let identity = prepare(&opts)?;
+    // Before the box and the probes: a build's tree is not measured.
+    let _tree = crate::session::bundled::prepare_tree(&mut opts, identity.as_ref())?;
+    let opts = &opts;
     // Signals are caught from here on, so that Ctrl-C during setup still
     // tears down what was set up.
     let (rt, mut signals) = runtime_with_signals()?;
