@@ -253,13 +253,18 @@ timed: the kernel raises no perf event for them."
     )]
     pub fault_latency: bool,
 
-    /// Count page allocations per zone (kmem:mm_page_alloc; a hot path)
+    /// Count page allocations per node and zone (kmem:mm_page_alloc; a
+    /// hot path)
     #[arg(
         long,
-        long_help = "Count the pages allocated from each zone (kmem:mm_page_alloc, \
-zone found from the pfn): the seed mails' question of uneven pressure on the DMA \
-and Normal zones. Off by default: every page allocation of every task runs the \
-probe (see docs/BENCHMARKS.md for its measured cost)."
+        long_help = "Count the pages allocated from each zone of each node, by every \
+task (kmem:mm_page_alloc, the node and zone found from the pfn): the zone table's \
+allocated column. /proc/vmstat pgalloc_<zone> (always in the report) gives the \
+same per zone type but not per node. Which zone an allocation comes from shows \
+pressure between zones only under global reclaim (a machine short of memory): \
+reclaim in a memory box (--memory) is not limited by zone, and zones, watermarks \
+and kswapd take no part in it. Off by default: every page allocation of every \
+task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
     )]
     pub page_alloc: bool,
 

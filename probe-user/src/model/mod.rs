@@ -7,3 +7,4 @@ pub mod report;
 pub mod sample;
 pub mod units;
 pub mod vmstat;
+pub mod zones;
