@@ -344,6 +344,10 @@ pub struct KernelsArgs {
     /// Guest CPUs
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub cpus: u32,
+    /// Give the guest N NUMA nodes, --mem split evenly between them and
+    /// the CPUs dealt round-robin (a node may have none)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub numa_nodes: u32,
     /// Runs of the command in each guest (`run --repeat`)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
