@@ -262,7 +262,7 @@ task (kmem:mm_page_alloc, the node and zone found from the pfn): the zone table'
 allocated column. /proc/vmstat pgalloc_<zone> (always in the report) gives the \
 same per zone type but not per node. Which zone an allocation comes from shows \
 pressure between zones only under global reclaim (a machine short of memory): \
-reclaim in a memory box (--memory) is not limited by zone, and zones, watermarks \
+reclaim in a memory box (--mem) is not limited by zone, and zones, watermarks \
 and kswapd take no part in it. Off by default: every page allocation of every \
 task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
     )]

@@ -1,6 +1,5 @@
 //! The zone picture of a run: rows per (node, zone) for what the kernel
-//! counts per node and zone (zoneinfo, kswapd wakeups, reclaim retries,
-//! --page-alloc), rows per zone type summed over nodes for what
+//! counts per node and zone (zoneinfo, reclaim retries, --page-alloc), rows per zone type summed over nodes for what
 //! /proc/vmstat counts per zone type only (pgalloc_, pgskip_,
 //! allocstall_), and what follows from them alone.
 
@@ -9,17 +8,14 @@ use serde::{Deserialize, Serialize};
 use crate::model::{sample::Sample, vmstat::VmStat};
 
 /// One (node, zone): only figures whose source names both the node and
-/// the zone.
+/// the zone. kswapd wakeups are not here: mm_vmscan_wakeup_kswapd's zid
+/// is the allocation's highest allowed zone (mm/vmscan.c wakeup_kswapd
+/// passes highest_zoneidx, 6.1, 6.12, 6.18), not a zone of the node, so
+/// they stay in the kswapd section, per node and highest zone.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ZoneRow {
     pub node: u32,
     pub zone: String,
-    /// vmscan:mm_vmscan_wakeup_kswapd with this nid and zid.
-    /// mm/page_alloc.c wake_all_kswapds walks the allocation's zonelist
-    /// up to its highest zone and calls wakeup_kswapd (mm/vmscan.c) once
-    /// per node, with the first eligible zone of that node: the node's
-    /// highest zone the allocation may use (6.1, 6.12, 6.18).
-    pub kswapd_wakeups: u64,
     /// oom:reclaim_retry_zone checks of this zone (should_reclaim_retry
     /// in mm/page_alloc.c, one per zone of the zonelist and retry).
     pub reclaim_retries: u64,

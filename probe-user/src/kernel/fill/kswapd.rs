@@ -71,7 +71,7 @@ impl RunReport {
                 boosted_s,
                 ..zone_row(totals, z, zid, page_alloc)
             };
-            let busy = row.kswapd_wakeups + row.reclaim_retries + row.allocated_pages.unwrap_or(0);
+            let busy = row.reclaim_retries + row.allocated_pages.unwrap_or(0);
             if z.managed > 0 || busy > 0 {
                 self.zones.push(row);
             }
@@ -133,7 +133,6 @@ fn zone_row(totals: &KernelTotals, z: &ZoneSample, zid: u32, page_alloc: bool) -
     ZoneRow {
         node: z.node,
         zone: z.zone.clone(),
-        kswapd_wakeups: in_zone(&totals.kswapd_wakeups),
         reclaim_retries: in_zone(&totals.retry_zone),
         allocated_pages: page_alloc.then(|| in_zone(&totals.page_alloc)),
         end: Some(ZoneEnd {

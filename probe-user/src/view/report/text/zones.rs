@@ -1,6 +1,6 @@
 //! The zones in the text report. Three tables, each keyed by what its
-//! source names: per node and zone (zoneinfo, kswapd wakeups, reclaim
-//! retries, --page-alloc), per zone type over every node (/proc/vmstat
+//! source names: per node and zone (zoneinfo, reclaim retries,
+//! --page-alloc), per zone type over every node (/proc/vmstat
 //! pgalloc_/pgskip_/allocstall_), and LRU isolation by the reclaim's
 //! highest allowed zone (mm_vmscan_lru_isolate, which has no node).
 //! A run whose reclaim was all memcg reclaim gets one line saying why
@@ -39,14 +39,20 @@ pub(super) fn zones(o: &mut String, report: &RunReport) -> Result {
 }
 
 /// Reclaim happened, all of it memcg reclaim: no direct reclaim stall
-/// (allocstall), no kswapd wakeup, no page skipped for its zone.
+/// (allocstall), no kswapd wakeup (the kswapd section's), no page
+/// skipped for its zone.
 fn memcg_only(report: &RunReport) -> bool {
     let memcg = report
         .memcg_reclaim
         .as_ref()
         .is_some_and(|r| r.stalls.count > 0);
     let skipped: u64 = report.zone_vmstat.iter().flatten().map(|t| t.pgskip).sum();
-    let woken: u64 = report.zones.iter().map(|z| z.kswapd_wakeups).sum();
+    let woken: u64 = report
+        .kswapd
+        .iter()
+        .flat_map(|k| &k.wakeups)
+        .map(|w| w.count)
+        .sum();
     memcg && report.vmstat.allocstall == 0 && skipped == 0 && woken == 0
 }
 
@@ -65,14 +71,14 @@ fn shown(report: &RunReport) -> Vec<&ZoneRow> {
                     .find(|x| x.node == z.node && x.zone == z.zone)
                     .map_or(1, |x| x.managed)
             });
-            let counted = z.kswapd_wakeups + z.reclaim_retries + z.allocated_pages.unwrap_or(0);
+            let counted = z.reclaim_retries + z.allocated_pages.unwrap_or(0);
             managed > 0 || counted > 0
         })
         .collect()
 }
 
-/// Per node and zone: kswapd wakeups, reclaim retries, time below the
-/// watermarks and boosted, pages allocated (--page-alloc).
+/// Per node and zone: reclaim retries, time below the watermarks and
+/// boosted, pages allocated (--page-alloc).
 fn per_node(o: &mut String, report: &RunReport) -> Result {
     let rows = shown(report);
     if rows.is_empty() {
@@ -80,16 +86,13 @@ fn per_node(o: &mut String, report: &RunReport) -> Result {
     }
     writeln!(
         o,
-        "  per node and zone (kswapd wakeups: mm_vmscan_wakeup_kswapd;"
+        "  per node and zone (retries: oom:reclaim_retry_zone; time"
     )?;
+    writeln!(o, "  below the watermarks and boosted: zoneinfo samples)")?;
     writeln!(
         o,
-        "  retries: oom:reclaim_retry_zone; time: zoneinfo samples)"
-    )?;
-    writeln!(
-        o,
-        "  {:<10} {:>7} {:>7} {:>6} {:>6} {:>7} {:>10}",
-        "zone", "kswapd", "retries", "<low", "<min", "boosted", "allocated"
+        "  {:<10} {:>7} {:>6} {:>6} {:>7} {:>10}",
+        "zone", "retries", "<low", "<min", "boosted", "allocated"
     )?;
     for z in &rows {
         let alloc = z
@@ -97,9 +100,8 @@ fn per_node(o: &mut String, report: &RunReport) -> Result {
             .map_or_else(|| "-".to_string(), |n| n.to_string());
         writeln!(
             o,
-            "  {:<10} {:>7} {:>7} {:>5.1}s {:>5.1}s {:>6.1}s {:>10}",
+            "  {:<10} {:>7} {:>5.1}s {:>5.1}s {:>6.1}s {:>10}",
             format!("{}/{}", z.node, z.zone),
-            z.kswapd_wakeups,
             z.reclaim_retries,
             z.below_low_s,
             z.below_min_s,
@@ -212,4 +214,56 @@ fn by_highest_zone(o: &mut String, isolate: &[IsolateRow], names: &[String]) -> 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        report::{KswapdReport, ZoneCount, ZoneTypeCounts},
+        zones::ZoneEnd,
+    };
+
+    fn global_run() -> RunReport {
+        let row = |node, zone: &str, alloc| ZoneRow {
+            node,
+            zone: zone.into(),
+            allocated_pages: Some(alloc),
+            end: Some(ZoneEnd {
+                free: 46275,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        RunReport {
+            zones: vec![row(0, "DMA32", 104450), row(1, "DMA32", 97219)],
+            zone_vmstat: Some(vec![ZoneTypeCounts {
+                zone: "Movable".into(),
+                allocstall: 42,
+                ..Default::default()
+            }]),
+            kswapd: Some(KswapdReport {
+                wakeups: vec![ZoneCount {
+                    node: 1,
+                    zone: "Movable".into(),
+                    count: 50,
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_global_run_has_rows_per_node_and_per_zone_type() {
+        let mut o = String::new();
+        zones(&mut o, &global_run()).expect("write");
+        assert!(!o.contains("memcg reclaim"), "{o}");
+        assert!(o.contains("  0/DMA32"), "{o}");
+        assert!(o.contains("  1/DMA32") && o.contains("97219"), "{o}");
+        assert!(o.contains("  Movable") && o.contains(" 42\n"), "{o}");
+        for l in o.lines() {
+            assert!(l.len() <= 72 && l.is_ascii(), "{l}");
+        }
+    }
 }
