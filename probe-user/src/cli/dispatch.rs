@@ -167,6 +167,7 @@ fn kernels_options(a: KernelsArgs) -> kernels::KernelsOptions {
         swap: a.swap,
         disk: a.disk,
         cpus: a.cpus,
+        numa_nodes: a.numa_nodes,
         repeat: a.repeat,
         timeout: Duration::from_secs(a.timeout.max(10)),
         kvm: a.kvm,

@@ -265,13 +265,18 @@ timed: the kernel raises no perf event for them."
     )]
     pub fault_latency: bool,
 
-    /// Count page allocations per zone (kmem:mm_page_alloc; a hot path)
+    /// Count page allocations per node and zone (kmem:mm_page_alloc; a
+    /// hot path)
     #[arg(
         long,
-        long_help = "Count the pages allocated from each zone (kmem:mm_page_alloc, \
-zone found from the pfn): the seed mails' question of uneven pressure on the DMA \
-and Normal zones. Off by default: every page allocation of every task runs the \
-probe (see docs/BENCHMARKS.md for its measured cost)."
+        long_help = "Count the pages allocated from each zone of each node, by every \
+task (kmem:mm_page_alloc, the node and zone found from the pfn): the zone table's \
+allocated column. /proc/vmstat pgalloc_<zone> (always in the report) gives the \
+same per zone type but not per node. Which zone an allocation comes from shows \
+pressure between zones only under global reclaim (a machine short of memory): \
+reclaim in a memory box (--mem) is not limited by zone, and zones, watermarks \
+and kswapd take no part in it. Off by default: every page allocation of every \
+task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
     )]
     pub page_alloc: bool,
 
@@ -351,6 +356,10 @@ pub struct KernelsArgs {
     /// Guest CPUs
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub cpus: u32,
+    /// Give the guest N NUMA nodes, --mem split evenly between them and
+    /// the CPUs dealt round-robin (a node may have none)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub numa_nodes: u32,
     /// Runs of the command in each guest (`run --repeat`)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,

@@ -8,3 +8,4 @@ pub mod sample;
 pub mod swap_causes;
 pub mod units;
 pub mod vmstat;
+pub mod zones;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use vmtrace_common::{Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 
 pub use crate::model::swap_causes::{SwapArea, SwapCauses};
+pub use crate::model::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};
 use crate::model::{histogram::Summary, vmstat::VmStat};
 
 /// How the traced command ended.
@@ -432,8 +433,13 @@ pub struct RunReport {
     /// What vmtrace itself cost (`run`; None when untraced).
     #[serde(default)]
     pub collector: Option<CollectorCost>,
-    /// Per populated zone: pressure from every side, in one table.
+    /// Per (node, zone), populated zones: what the kernel counts per
+    /// node and zone (model/zones.rs).
     pub zones: Vec<ZoneRow>,
+    /// Per zone type, every node: /proc/vmstat pgalloc_, pgskip_ and
+    /// allocstall_ deltas (None: older recordings).
+    #[serde(default)]
+    pub zone_vmstat: Option<Vec<ZoneTypeCounts>>,
     /// `mm_vmscan_lru_isolate` per (highest zone index, LRU list); lists
     /// are numbered as the kernel's enum lru_list (0 inactive anon,
     /// 1 active anon, 2 inactive file, 3 active file, 4 unevictable).
@@ -453,28 +459,6 @@ pub struct IsolateRow {
     pub lru: u32,
     #[serde(flatten)]
     pub totals: LruIsolate,
-}
-
-/// One populated zone: the seed mails' question ("uneven pressure on
-/// normal and DMA zones") in numbers.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ZoneRow {
-    pub node: u32,
-    pub zone: String,
-    /// kswapd wakeups for allocations whose highest zone is this one.
-    pub kswapd_wakeups: u64,
-    /// LRU isolation by reclaims whose highest allowed zone is this one
-    /// (not node-specific: the tracepoint has no node).
-    pub isolate_scanned: u64,
-    pub isolate_skipped: u64,
-    pub isolate_taken: u64,
-    /// oom:reclaim_retry_zone checks of this zone.
-    pub reclaim_retries: u64,
-    /// Pages allocated from this zone (only with --page-alloc).
-    pub allocated_pages: Option<u64>,
-    /// Seconds below the low / min watermark (from the samples).
-    pub below_low_s: f64,
-    pub below_min_s: f64,
 }
 
 impl RunReport {

@@ -18,6 +18,26 @@ pub struct ZoneSample {
     /// First pfn and pages spanned (holes included).
     pub start_pfn: u64,
     pub spanned: u64,
+    /// Watermark boost (pages): zone->watermark_boost, raised by
+    /// boost_watermark() in mm/page_alloc.c when an allocation falls back
+    /// to another migrate type, and worn down by kswapd (balance_pgdat).
+    /// mm/vmstat.c zoneinfo_show_print prints it as "boost" on 6.1, 6.12
+    /// and 6.18. 0 in older recordings.
+    #[serde(default)]
+    pub boost: u64,
+    /// The zone's LRU lists (pages): zoneinfo's per-zone counters
+    /// nr_zone_{inactive,active}_{anon,file} (zone_stat_item
+    /// NR_ZONE_LRU_BASE + lru, kept by update_lru_size in
+    /// include/linux/mm_inline.h; the node's own nr_inactive_anon ...
+    /// above them sum every zone). 0 in older recordings.
+    #[serde(default)]
+    pub inactive_anon: u64,
+    #[serde(default)]
+    pub active_anon: u64,
+    #[serde(default)]
+    pub inactive_file: u64,
+    #[serde(default)]
+    pub active_file: u64,
 }
 
 /// Parses /proc/zoneinfo into one entry per zone (empty zones included:
@@ -57,6 +77,11 @@ pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSample> {
             "high" => z.high = value,
             "managed" => z.managed = value,
             "spanned" => z.spanned = value,
+            "boost" => z.boost = value,
+            "nr_zone_inactive_anon" => z.inactive_anon = value,
+            "nr_zone_active_anon" => z.active_anon = value,
+            "nr_zone_inactive_file" => z.inactive_file = value,
+            "nr_zone_active_file" => z.active_file = value,
             // "  start_pfn:           4096": the colon is part of the key.
             "start_pfn:" => z.start_pfn = value,
             _ => {}
@@ -172,6 +197,30 @@ pub fn time_below(samples: &[Sample]) -> Vec<(u32, String, f64, f64)> {
     out
 }
 
+/// Per zone: seconds with a watermark boost in force (boost > 0),
+/// judged from the samples as [`time_below`] does.
+pub fn time_boosted(samples: &[Sample]) -> Vec<(u32, String, f64)> {
+    let mut out: Vec<(u32, String, f64)> = Vec::new();
+    let mut prev_t = 0.0;
+    for s in samples {
+        let dt = (s.t_s - prev_t).max(0.0);
+        prev_t = s.t_s;
+        for z in s.zones.iter().filter(|z| z.managed > 0) {
+            let i = match out.iter().position(|o| o.0 == z.node && o.1 == z.zone) {
+                Some(i) => i,
+                None => {
+                    out.push((z.node, z.zone.clone(), 0.0));
+                    out.len() - 1
+                }
+            };
+            if z.boost > 0 {
+                out[i].2 += dt;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +262,23 @@ mod tests {
         assert_eq!(spans.spans[1].start, z[1].start_pfn);
         assert!(spans.spans[0].end <= spans.spans[1].start);
         assert!(z[1].start_pfn >= 4096 && z[1].spanned > 0, "{:?}", z[1]);
+        // The zone's own LRU counters, not the node's (which come first,
+        // under "per-node stats" of the first zone).
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let text =
+                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
+            let z = parse_zoneinfo(&text);
+            let lru =
+                |z: &ZoneSample| z.inactive_anon + z.active_anon + z.inactive_file + z.active_file;
+            assert!(z.iter().any(|z| lru(z) > 0), "{release}");
+            assert!(z.iter().all(|z| lru(z) <= z.managed), "{release}: {z:?}");
+        }
+        let one = "Node 0, zone   Normal\n  per-node stats\n      nr_inactive_anon 999\n  \
+                   pages free     5\n        boost    7\n        min      1\n      \
+                   nr_zone_inactive_anon 11\n      nr_zone_active_file 13\n";
+        let z = &parse_zoneinfo(one)[0];
+        assert_eq!((z.free, z.boost, z.min), (5, 7, 1));
+        assert_eq!((z.inactive_anon, z.active_file), (11, 13));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::{
     model::report::{ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
     model::sample,
     model::vmstat::VmStat,
+    model::zones::zone_type_counts,
     session::progress::{self, Progress},
 };
 
@@ -224,6 +225,7 @@ impl Window {
             ..Default::default()
         };
         report.add_swap_causes(&VmStat::delta(&self.before, &after));
+        report.zone_vmstat = Some(zone_type_counts(&VmStat::delta(&self.before, &after)));
         report
     }
 
@@ -374,6 +376,7 @@ impl Window {
         };
         report.add_kernel_totals(&d.totals, &|id| d.enabled.contains(&id));
         report.add_swap_causes(&VmStat::delta(&self.before, &d.after));
+        report.zone_vmstat = Some(zone_type_counts(&VmStat::delta(&self.before, &d.after)));
         if let Some(delays) = report.delays.as_mut() {
             delays.accounting_on = self.delayacct_on;
             delays.already_on = self.delayacct_already_on;

@@ -29,3 +29,4 @@ mod refusals;
 mod reports;
 mod swapcause;
 mod workloads;
+mod zones;

@@ -1,6 +1,7 @@
 //! kswapd and the zones in the report: kswapd per node (wakes, time
-//! awake, CPU), its awake periods and wakeups; and the zone table, where
-//! the map totals per zone meet the samples' watermark times.
+//! awake, CPU), its awake periods and wakeups; and the rows per (node,
+//! zone), where the map totals per node and zone meet the samples'
+//! watermark times and the zones' LRU sizes at the end.
 
 use vmtrace_common::Hist;
 
@@ -9,7 +10,7 @@ use crate::{
     model::{
         histogram::summarize,
         report::*,
-        sample::{Sample, ZoneSample, time_below},
+        sample::{Sample, ZoneSample, time_below, time_boosted},
     },
 };
 
@@ -44,10 +45,12 @@ impl RunReport {
         self.kswapd = Some(k);
     }
 
-    /// Builds the zone table from the kernel totals and the samples.
+    /// Builds the per-(node, zone) rows from the kernel totals and the
+    /// samples: populated zones, and empty ones a per-zone probe named.
     pub fn add_zones(&mut self, totals: &KernelTotals, samples: &[Sample], page_alloc: bool) {
         let Some(last) = samples.last() else { return };
         let below = time_below(samples);
+        let boosted = time_boosted(samples);
         for (idx, z) in last.zones.iter().enumerate() {
             // Zone index within its node = position among the node's zones.
             let zid = last.zones[..idx]
@@ -58,15 +61,18 @@ impl RunReport {
                 .iter()
                 .find(|b| b.0 == z.node && b.1 == z.zone)
                 .map_or((0.0, 0.0), |b| (b.2, b.3));
+            let boosted_s = boosted
+                .iter()
+                .find(|b| b.0 == z.node && b.1 == z.zone)
+                .map_or(0.0, |b| b.2);
             let row = ZoneRow {
                 below_low_s,
                 below_min_s,
+                boosted_s,
                 ..zone_row(totals, z, zid, page_alloc)
             };
-            // Empty zones (Movable, Device) still show when allocations
-            // named them as their highest zone.
-            let busy = row.kswapd_wakeups + row.isolate_scanned + row.reclaim_retries > 0;
-            if z.managed > 0 || busy {
+            let busy = row.reclaim_retries + row.allocated_pages.unwrap_or(0);
+            if z.managed > 0 || busy > 0 {
                 self.zones.push(row);
             }
         }
@@ -112,17 +118,11 @@ fn wakeups(totals: &KernelTotals, zones: &[(u32, Vec<String>)]) -> Vec<ZoneCount
         .collect()
 }
 
-/// One zone's row from the map totals (`zid`: its index in its node);
-/// the watermark times are the caller's.
+/// One zone's row from the map totals (`zid`: its index in its node)
+/// and its zoneinfo at the end; the watermark times are the caller's.
+/// mm_vmscan_lru_isolate is not here: it has no node, and its zone is
+/// the reclaim's highest allowed one (report.lru_isolate, shown apart).
 fn zone_row(totals: &KernelTotals, z: &ZoneSample, zid: u32, page_alloc: bool) -> ZoneRow {
-    let iso = |f: fn(&vmtrace_common::LruIsolate) -> u64| -> u64 {
-        totals
-            .isolate
-            .iter()
-            .filter(|(zone, _, _)| *zone == zid)
-            .map(|(_, _, i)| f(i))
-            .sum()
-    };
     let in_zone = |cells: &[(u32, u32, u64)]| -> u64 {
         cells
             .iter()
@@ -133,13 +133,15 @@ fn zone_row(totals: &KernelTotals, z: &ZoneSample, zid: u32, page_alloc: bool) -
     ZoneRow {
         node: z.node,
         zone: z.zone.clone(),
-        kswapd_wakeups: in_zone(&totals.kswapd_wakeups),
-        isolate_scanned: iso(|i| i.nr_scanned),
-        isolate_skipped: iso(|i| i.nr_skipped),
-        isolate_taken: iso(|i| i.nr_taken),
         reclaim_retries: in_zone(&totals.retry_zone),
-        below_low_s: 0.0,
-        below_min_s: 0.0,
         allocated_pages: page_alloc.then(|| in_zone(&totals.page_alloc)),
+        end: Some(ZoneEnd {
+            free: z.free,
+            inactive_anon: z.inactive_anon,
+            active_anon: z.active_anon,
+            inactive_file: z.inactive_file,
+            active_file: z.active_file,
+        }),
+        ..Default::default()
     }
 }

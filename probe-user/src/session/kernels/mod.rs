@@ -36,6 +36,8 @@ pub struct KernelsOptions {
     /// The guest's /var/tmp (ext4): room for `run --swap` swapfiles.
     pub disk: u64,
     pub cpus: u32,
+    /// NUMA nodes of the guest (1: no NUMA layout given to QEMU).
+    pub numa_nodes: u32,
     pub repeat: u32,
     pub timeout: Duration,
     pub kvm: bool,
@@ -202,9 +204,10 @@ fn run_in_guest(
 ) -> Result<Outcome> {
     let release = k.release.clone().unwrap_or_else(|| k.spec.clone());
     eprintln!(
-        "vmtrace: booting {release} ({} MiB, {} CPU(s), {})",
+        "vmtrace: booting {release} ({} MiB, {} CPU(s), {} NUMA node(s), {})",
         opts.mem >> 20,
         opts.cpus,
+        opts.numa_nodes,
         if opts.kvm { "KVM" } else { "TCG" }
     );
     if k.modules.is_none() {
@@ -223,6 +226,7 @@ fn run_in_guest(
         swap: files.swap.as_deref(),
         mem_mib: opts.mem >> 20,
         cpus: opts.cpus,
+        numa_nodes: opts.numa_nodes,
         kvm: opts.kvm,
         console: dir.join("console.log"),
         timeout: opts.timeout,

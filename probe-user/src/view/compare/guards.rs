@@ -237,9 +237,11 @@ pub(super) fn guarded(metrics: &[MetricRow], name: &str) -> bool {
     metrics.iter().any(|m| m.name == name && m.guard.is_some())
 }
 
-/// Whether the zone-shift hint may be named: its reclaim-scan shares
-/// come from mm_vmscan_lru_isolate, which MGLRU emits differently (none
-/// before 6.7), so not while the scans are guarded.
+/// Whether the zone-shift hint may be named. Its shares now come from
+/// pgalloc_/allocstall_ and --page-alloc, which MGLRU does not change; a
+/// "reclaim scans" part (mm_vmscan_lru_isolate, which MGLRU emits
+/// differently, none before 6.7) is held back while the scans are
+/// guarded.
 pub(super) fn zone_shift_comparable(metrics: &[MetricRow], text: &str) -> bool {
     !(text.contains("reclaim scans") && guarded(metrics, "pages scanned"))
 }

@@ -5,7 +5,7 @@
 //! elapsed difference linked to it.
 
 use super::{AttributionRow, GroupInfo, Hint, MetricRow};
-use crate::model::report::{RunReport, ZoneRow};
+use crate::model::report::{RunReport, ZoneTypeCounts};
 use crate::view::format::{fmt_count_short, fmt_secs};
 
 /// What the mechanisms read: group `g` against the baseline.
@@ -358,13 +358,21 @@ fn system_cpu(e: &Evidence) -> Option<Hint> {
 }
 
 /// Pressure shifted between zones (the seed mail's "uneven pressure on
-/// normal and DMA zones"): a zone's share of reclaim isolation scans, or
-/// of page allocations (with --page-alloc), moved by 10 points or more.
+/// normal and DMA zones"): a zone's share of page allocations
+/// (pgalloc_<zone>, all nodes), of direct reclaim stalls
+/// (allocstall_<zone>, by highest allowed zone) or of --page-alloc's
+/// allocations per node and zone moved by 10 points or more.
 fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
     let mut parts = Vec::new();
-    let picks: [(&str, Pick); 2] = [
-        ("reclaim scans", |z| z.isolate_scanned),
-        ("allocations", |z| z.allocated_pages.unwrap_or(0)),
+    let picks: [(&str, Pick); 3] = [
+        ("allocations", |r| per_type(r, |t| t.pgalloc)),
+        ("direct reclaim stalls", |r| per_type(r, |t| t.allocstall)),
+        ("allocations by node", |r| {
+            r.zones
+                .iter()
+                .filter_map(|z| Some((format!("{}/{}", z.node, z.zone), z.allocated_pages?)))
+                .collect()
+        }),
     ];
     for (what, pick) in picks {
         let (sa, sb) = (zone_shares(a, pick), zone_shares(b, pick));
@@ -386,19 +394,27 @@ fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
     })
 }
 
-/// What is counted of a zone.
-type Pick = fn(&ZoneRow) -> u64;
+/// What is counted of a run, per zone: (zone name, count).
+type Pick = fn(&RunReport) -> Vec<(String, u64)>;
 
-/// Each zone's (`node/zone`) share in percent of what `pick` counts,
-/// summed over the runs, in order of first appearance.
+/// One /proc/vmstat per-zone counter of a run, per zone type.
+fn per_type(r: &RunReport, f: fn(&ZoneTypeCounts) -> u64) -> Vec<(String, u64)> {
+    r.zone_vmstat
+        .iter()
+        .flatten()
+        .map(|t| (t.zone.clone(), f(t)))
+        .collect()
+}
+
+/// Each zone's share in percent of what `pick` counts, summed over the
+/// runs, in order of first appearance.
 fn zone_shares(runs: &[&RunReport], pick: Pick) -> Vec<(String, f64)> {
     let mut per: Vec<(String, u64)> = Vec::new();
     for r in runs {
-        for z in &r.zones {
-            let name = format!("{}/{}", z.node, z.zone);
+        for (name, v) in pick(r) {
             match per.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, v)) => *v += pick(z),
-                None => per.push((name, pick(z))),
+                Some((_, x)) => *x += v,
+                None => per.push((name, v)),
             }
         }
     }
@@ -489,25 +505,24 @@ mod tests {
 
     #[test]
     fn zone_shift_names_the_zones_that_moved() {
-        let zone = |zone: &str, scanned: u64| ZoneRow {
-            node: 0,
+        let zone = |zone: &str, pgalloc: u64| ZoneTypeCounts {
             zone: zone.into(),
-            isolate_scanned: scanned,
+            pgalloc,
             ..Default::default()
         };
         let a = RunReport {
-            zones: vec![zone("DMA32", 200), zone("Normal", 800)],
+            zone_vmstat: Some(vec![zone("DMA32", 200), zone("Normal", 800)]),
             ..Default::default()
         };
         let b = RunReport {
-            zones: vec![zone("DMA32", 500), zone("Normal", 500)],
+            zone_vmstat: Some(vec![zone("DMA32", 500), zone("Normal", 500)]),
             ..Default::default()
         };
         let h = zone_shift(&[&a], &[&b]).expect("a shift");
         assert_eq!(
             h.text,
-            "pressure shifted between zones: reclaim scans 0/DMA32 20% -> 50%, \
-             0/Normal 80% -> 50%"
+            "pressure shifted between zones: allocations DMA32 20% -> 50%, \
+             Normal 80% -> 50%"
         );
         assert!(zone_shift(&[&a], &[&a]).is_none());
     }

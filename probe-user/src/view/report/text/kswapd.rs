@@ -1,7 +1,6 @@
 //! kswapd and the zones it balances, in the text report: kswapd per
 //! node (wakes, time awake, CPU), its awake periods, what woke it and
-//! for which zone and order; then the zone table (isolation, wakeups,
-//! retries, time below the watermarks) and pages allocated per zone.
+//! for which zone and order (the zones have their own module, zones.rs).
 
 use crate::view::format::write_wrapped;
 use std::fmt::{Result, Write as _};
@@ -74,51 +73,4 @@ fn wakeups(o: &mut String, k: &KswapdReport) -> Result {
         write_wrapped(o, &format!("  woken by: {}", w.join(", ")))?;
     }
     Ok(())
-}
-
-/// The zone table: isolation and kswapd wakeups by highest allowed zone,
-/// reclaim retries, seconds below the low and min watermarks.
-pub(super) fn zones(o: &mut String, report: &RunReport) -> Result {
-    if report.zones.is_empty() {
-        return Ok(());
-    }
-    writeln!(o)?;
-    writeln!(
-        o,
-        "zones (isolation and kswapd wakeups by highest allowed zone)"
-    )?;
-    writeln!(
-        o,
-        "  {:<9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>6} {:>6}",
-        "zone", "kswapd", "isolated", "skipped", "taken", "retries", "<low", "<min"
-    )?;
-    for z in &report.zones {
-        writeln!(
-            o,
-            "  {:<9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>5.1}s {:>5.1}s",
-            format!("{}/{}", z.node, z.zone),
-            z.kswapd_wakeups,
-            z.isolate_scanned,
-            z.isolate_skipped,
-            z.isolate_taken,
-            z.reclaim_retries,
-            z.below_low_s,
-            z.below_min_s
-        )?;
-    }
-    Ok(())
-}
-
-/// `pages allocated per zone: ...` (--page-alloc).
-pub(super) fn zone_allocations(o: &mut String, report: &RunReport) -> Result {
-    let allocs: Vec<String> = report
-        .zones
-        .iter()
-        .filter_map(|z| Some(format!("{}/{} {}", z.node, z.zone, z.allocated_pages?)))
-        .collect();
-    if allocs.is_empty() {
-        return Ok(());
-    }
-    let text = format!("  pages allocated per zone: {}", allocs.join(", "));
-    write_wrapped(o, &text)
 }

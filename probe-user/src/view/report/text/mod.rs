@@ -23,6 +23,7 @@ mod reclaim;
 mod swap;
 mod timeline;
 mod tracer;
+mod zones;
 
 use names::signal_name;
 
@@ -45,8 +46,7 @@ const MEASURED: &[Section] = &[
     swap::swap_io,
     kswapd::kswapd,
     oom_victims,
-    kswapd::zones,
-    kswapd::zone_allocations,
+    zones::zones,
     timeline::timeline,
     faults::faults,
     causes::fault_causes,
