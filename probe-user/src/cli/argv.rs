@@ -254,6 +254,7 @@ mod tests {
             "repeat" => "3".into(),
             "output" => "x.vmtrace.json".into(),
             "sysctl" => "vm.swappiness=60".into(),
+            "mglru" | "zswap" => "off".into(),
             id => panic!("give --{id} a sample value in this test"),
         }
     }

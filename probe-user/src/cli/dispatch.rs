@@ -105,6 +105,12 @@ fn run_command(args: RunArgs) -> Result<i32> {
         },
         repeat: args.repeat,
         sysctls: args.sysctl,
+        switches: args
+            .mglru
+            .map(job::Switch::mglru)
+            .into_iter()
+            .chain(args.zswap.map(job::Switch::zswap))
+            .collect(),
         output: args.output,
     };
     let done = job::run_job(&opts, |report, total| {

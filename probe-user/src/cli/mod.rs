@@ -321,6 +321,30 @@ task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
           value_parser = ["auto", "tty", "plain", "none"])]
     pub progress: String,
 
+    /// Switch the multi-gen LRU on or off for the runs (restored after)
+    #[arg(
+        long,
+        value_name = "on|off",
+        value_parser = parse_on_off,
+        long_help = "Switch the multi-gen LRU on or off for the runs through \
+/sys/kernel/mm/lru_gen/enabled (y/n), restored after, so that one kernel can be \
+compared with itself. MGLRU changes what the LRU tracepoints mean (6.1 with it on \
+emits none; from 6.7 its retries are traced again): compare marks those rows."
+    )]
+    pub mglru: Option<bool>,
+
+    /// Switch zswap on or off for the runs (restored after)
+    #[arg(
+        long,
+        value_name = "on|off",
+        value_parser = parse_on_off,
+        long_help = "Switch zswap on or off for the runs through \
+/sys/module/zswap/parameters/enabled, restored after. With zswap on, anon folios \
+reclaim writes go to the compressed pool (zswpout) instead of the swap device \
+(pswpout); the report's 'where swap went' table tells them apart."
+    )]
+    pub zswap: Option<bool>,
+
     /// Set a sysctl for the runs, e.g. vm.page-cluster=0 (repeatable);
     /// restored afterwards, also on errors and Ctrl-C
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_sysctl)]
@@ -414,6 +438,15 @@ pub struct AttachArgs {
     /// Print the report as JSON on stdout instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// `on` or `off` (also yes/no, y/n, 1/0).
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "yes" | "y" | "1" => Ok(true),
+        "off" | "no" | "n" | "0" => Ok(false),
+        _ => Err(format!("`{text}`: give on or off")),
+    }
 }
 
 /// `NAME=VALUE` of --sysctl; the name must exist under /proc/sys.

@@ -77,6 +77,13 @@ impl SysctlOverride {
     /// restore).
     pub fn set(name: &str, value: &str) -> Result<Option<SysctlOverride>> {
         let path = PathBuf::from("/proc/sys").join(name.replace('.', "/"));
+        SysctlOverride::set_file(path, name, value)
+    }
+
+    /// Sets a switch file elsewhere (sysfs: /sys/kernel/mm/lru_gen/enabled,
+    /// /sys/module/zswap/parameters/enabled) the same way: recorded,
+    /// shared, restored. `name` is how errors call it.
+    pub fn set_file(path: PathBuf, name: &str, value: &str) -> Result<Option<SysctlOverride>> {
         let _lock = Lock::take("sysctl");
         let current = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?

@@ -32,6 +32,9 @@ pub struct JobOptions {
     pub repeat: u32,
     /// `--sysctl NAME=VALUE`s, set for the runs.
     pub sysctls: Vec<(String, String)>,
+    /// Kernel switches outside /proc/sys (`--mglru`, `--zswap`), set
+    /// for the runs and restored like the sysctls.
+    pub switches: Vec<Switch>,
     /// The recording's path; a default one when None.
     pub output: Option<PathBuf>,
 }
@@ -57,7 +60,8 @@ pub fn run_job(opts: &JobOptions, each: impl FnMut(&RunReport, usize)) -> Result
     // Before the environment is captured, so the recording shows them;
     // restored when the guards drop with the `Finished`.
     preflight::restore_stale_sysctls();
-    let sysctls = set_sysctls(&opts.sysctls)?;
+    let mut sysctls = set_sysctls(&opts.sysctls)?;
+    sysctls.extend(set_switches(&opts.switches)?);
     let configs = sweep(&opts.run)?;
     let mut workload = workload_of(&configs[0].1);
     workload.arguments = workload_of(&opts.run).arguments;
@@ -85,6 +89,68 @@ fn set_sysctls(sysctls: &[(String, String)]) -> Result<Vec<SysctlOverride>> {
     for (name, value) in sysctls {
         if let Some(g) = SysctlOverride::set(name, value)? {
             eprintln!("vmtrace: {name} set to {value} for the runs (restored after)");
+            guards.push(g);
+        }
+    }
+    Ok(guards)
+}
+
+/// A kernel switch outside /proc/sys, set for a job's runs.
+#[derive(Clone, Debug)]
+pub struct Switch {
+    /// How the user named it: `--mglru off`.
+    pub flag: &'static str,
+    pub path: PathBuf,
+    /// What to write (the file's own words: y/n, Y/N).
+    pub value: String,
+    /// What the kernel lacks when the file is missing.
+    pub missing: &'static str,
+}
+
+impl Switch {
+    /// `--mglru on|off`: the multi-gen LRU (mm/vmscan.c lru_gen enabled_store
+    /// takes y, n or a capability mask; the mask read before is what
+    /// is restored).
+    pub fn mglru(on: bool) -> Switch {
+        Switch {
+            flag: "--mglru",
+            path: "/sys/kernel/mm/lru_gen/enabled".into(),
+            value: if on { "y" } else { "n" }.into(),
+            missing: "no multi-gen LRU (CONFIG_LRU_GEN)",
+        }
+    }
+
+    /// `--zswap on|off`: zswap's enabled parameter (mm/zswap.c).
+    pub fn zswap(on: bool) -> Switch {
+        Switch {
+            flag: "--zswap",
+            path: "/sys/module/zswap/parameters/enabled".into(),
+            value: if on { "Y" } else { "N" }.into(),
+            missing: "no zswap (CONFIG_ZSWAP)",
+        }
+    }
+}
+
+/// Sets each switch, saying so; a kernel without it is refused in one
+/// line before anything runs.
+fn set_switches(switches: &[Switch]) -> Result<Vec<SysctlOverride>> {
+    let mut guards = Vec::new();
+    for s in switches {
+        if !s.path.is_file() {
+            anyhow::bail!(
+                "{}: this kernel has {} ({} does not exist); drop {}",
+                s.flag,
+                s.missing,
+                s.path.display(),
+                s.flag
+            );
+        }
+        if let Some(g) = SysctlOverride::set_file(s.path.clone(), s.flag, &s.value)? {
+            eprintln!(
+                "vmtrace: {} set to {} for the runs (restored after)",
+                s.path.display(),
+                s.value
+            );
             guards.push(g);
         }
     }

@@ -12,17 +12,13 @@ use crate::common::{delta, fresh_scratch, guard, json_of, recording, text_ok, vm
 
 const ZSWAP: &str = "/sys/module/zswap/parameters/enabled";
 
-/// Sets zswap on or off for the test and puts it back as it was when
-/// dropped (also when the test fails).
+/// zswap's setting before the test, put back when dropped (also when
+/// the test fails, should vmtrace not have restored it).
 struct ZswapSetting(Option<String>);
 
 impl ZswapSetting {
     fn save() -> ZswapSetting {
         ZswapSetting(std::fs::read_to_string(ZSWAP).ok().map(|s| s.trim().into()))
-    }
-
-    fn set(&self, on: bool) {
-        std::fs::write(ZSWAP, if on { "Y" } else { "N" }).expect("switch zswap");
     }
 }
 
@@ -34,13 +30,25 @@ impl Drop for ZswapSetting {
     }
 }
 
-/// One qsbench run into `dir/file`; the recording's path, whether it
-/// completed, and the /proc/vmstat zswpout delta around the whole run.
-fn qsbench(dir: &Path, file: &str) -> (PathBuf, bool, u64) {
+/// One qsbench run into `dir/file` with `--zswap on|off`; the
+/// recording's path, whether it completed, and the /proc/vmstat zswpout
+/// delta around the whole run.
+fn qsbench(dir: &Path, file: &str, zswap: bool) -> (PathBuf, bool, u64) {
     let path = dir.join(file);
     let before = vmstat();
     let out = vmtrace(&[
-        "run", "qsbench", "-m", "300", "--mem", "192M", "--swap", "1G", "-q", "-o",
+        "run",
+        "--zswap",
+        if zswap { "on" } else { "off" },
+        "qsbench",
+        "-m",
+        "300",
+        "--mem",
+        "192M",
+        "--swap",
+        "1G",
+        "-q",
+        "-o",
     ])
     .arg(&path)
     .output()
@@ -73,7 +81,7 @@ fn compare_cmd(a: &[PathBuf], b: &[PathBuf], json: bool) -> std::process::Comman
 /// run's report says where the pages went. The recording when the run
 /// completed.
 fn checked_run(dir: &Path, file: &str, zswap: bool) -> Option<PathBuf> {
-    let (path, ok, zswpout) = qsbench(dir, file);
+    let (path, ok, zswpout) = qsbench(dir, file, zswap);
     let rec = recording(&path);
     let stored = causes(&rec)["zswpout"].as_u64().expect("zswpout counted");
     eprintln!("zswap {zswap}: report zswpout {stored}, vmstat delta {zswpout}, ok {ok}");
@@ -123,11 +131,16 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
             }
         }
         for (zswap, group) in [(false, &mut off), (true, &mut on)] {
-            setting.set(zswap);
+            // vmtrace run --zswap sets it for the run and restores it.
             let file = format!("z{}-{round}.vmtrace.json", zswap as u8);
             if let Some(path) = checked_run(&dir, &file, zswap) {
                 group.push(path);
             }
+            assert_eq!(
+                ZswapSetting::save().0,
+                setting.0,
+                "vmtrace run --zswap did not restore {ZSWAP}"
+            );
         }
     }
     drop(setting);

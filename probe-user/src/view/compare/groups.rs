@@ -123,9 +123,24 @@ pub(super) fn labels(inputs: &[GroupInput]) -> Vec<String> {
         .collect()
 }
 
-/// The vm sysctls in which group `g` differs from any other, `key=value`.
+/// The vm sysctls and kernel switches (`run --zswap`, `--mglru`) in
+/// which group `g` differs from any other, `key=value`.
 fn differing_sysctls(g: &GroupInput, inputs: &[GroupInput]) -> Vec<String> {
     let env = &g.recordings[0].environment;
+    type Switch = fn(&crate::model::recording::environment::Environment) -> &Option<String>;
+    let switches: [(&str, Switch); 2] =
+        [("zswap", |e| &e.zswap_enabled), ("lru_gen", |e| &e.mglru)];
+    let switched = switches.into_iter().filter_map(|(name, get)| {
+        let mine = get(env).as_ref()?;
+        inputs
+            .iter()
+            .any(|o| {
+                get(&o.recordings[0].environment)
+                    .as_ref()
+                    .is_some_and(|w| w != mine)
+            })
+            .then(|| format!("{name}={mine}"))
+    });
     env.vm_sysctls
         .iter()
         .filter(|(k, v)| {
@@ -138,6 +153,7 @@ fn differing_sysctls(g: &GroupInput, inputs: &[GroupInput]) -> Vec<String> {
             })
         })
         .map(|(k, v)| format!("{k}={v}"))
+        .chain(switched)
         .collect()
 }
 
