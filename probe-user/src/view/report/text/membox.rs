@@ -10,7 +10,7 @@ use std::fmt::{Result, Write as _};
 
 use crate::{
     model::report::{BoxReport, RunReport},
-    view::format::{fmt_ns, pct, write_wrapped},
+    view::format::{fmt_ns, pct, wrap},
 };
 
 /// v2 events always shown (in this order), then any other non-zero one.
@@ -21,18 +21,31 @@ pub(super) fn box_counters(o: &mut String, report: &RunReport) -> Result {
     let Some(b) = &report.membox else {
         return Ok(());
     };
-    if let Some(line) = pressure_line(b, report.usage.wall_s) {
-        write_wrapped(o, &line)?;
+    if let Some(text) = pressure_text(b, report.usage.wall_s) {
+        labelled(o, "pressure:", &text)?;
     }
-    if let Some(line) = events_line(b) {
-        write_wrapped(o, &line)?;
+    if let Some(text) = events_text(b) {
+        labelled(o, "events:", &text)?;
     }
     Ok(())
 }
 
-/// `pressure: box some 3.2s (26.1% of the run), full 2.9s (23.6%),
-/// from the box's memory.pressure, not the machine's`.
-fn pressure_line(b: &BoxReport, wall_s: f64) -> Option<String> {
+/// `label` in the outcome's 10 columns, then `text` wrapped at 72 with
+/// continuation lines under it (indented 2 more).
+fn labelled(o: &mut String, label: &str, text: &str) -> Result {
+    for (i, line) in wrap(&format!("{:10}{text}", ""), 72).iter().enumerate() {
+        if i == 0 {
+            writeln!(o, "{label:10}{}", line.trim_start())?;
+        } else {
+            writeln!(o, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `box some 3.2s (26.1% of the run), full 2.9s (23.6%), from the
+/// box's memory.pressure, not the machine's`.
+fn pressure_text(b: &BoxReport, wall_s: f64) -> Option<String> {
     let p = b.pressure?;
     let wall_us = (wall_s * 1e6) as u64;
     // A cgroup's `some` cannot exceed the time its tasks lived: a share
@@ -45,7 +58,7 @@ fn pressure_line(b: &BoxReport, wall_s: f64) -> Option<String> {
         }
     };
     let mut line = format!(
-        "pressure: box some {} ({} of the run), full {} ({})",
+        "box some {} ({} of the run), full {} ({})",
         fmt_ns(p.some_us * 1000),
         share(p.some_us),
         fmt_ns(p.full_us * 1000),
@@ -55,8 +68,8 @@ fn pressure_line(b: &BoxReport, wall_s: f64) -> Option<String> {
     Some(line)
 }
 
-/// `events:   box max 1234, high 0, oom 0, oom_kill 0 (memory.events)`.
-fn events_line(b: &BoxReport) -> Option<String> {
+/// `box max 1234, high 0, oom 0, oom_kill 0 (memory.events)`.
+fn events_text(b: &BoxReport) -> Option<String> {
     if b.events.is_empty() {
         return None;
     }
@@ -80,7 +93,7 @@ fn events_line(b: &BoxReport) -> Option<String> {
             }
         }
     }
-    let mut line = format!("events:   box {}", shown.join(", "));
+    let mut line = format!("box {}", shown.join(", "));
     if let Some(src) = &b.events_source {
         let _ = write!(line, " ({src})");
     }
@@ -129,6 +142,10 @@ mod tests {
             "{o}"
         );
         assert!(o.contains("memory.pressure"), "{o}");
+        // Aligned with the outcome's `time:     ` lines; wrapped under.
+        assert!(o.starts_with("pressure: box some"), "{o}");
+        assert!(o.contains("\nevents:   box max"), "{o}");
+        assert!(o.contains("\n            "), "{o}");
         assert!(
             o.contains("box max 1234, high 0, oom 1, oom_kill 1 (memory.events)"),
             "{o}"
