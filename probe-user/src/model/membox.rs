@@ -34,11 +34,16 @@ pub struct BoxReport {
     /// is v1) while it is in psi_memstall_enter/leave: memcg and direct
     /// reclaim (try_charge_memcg around try_to_free_mem_cgroup_pages in
     /// mm/memcontrol.c), compaction, reads and waits of refaulting
-    /// workingset pages (swap_readpage, folio_wait_bit_common); `some` is wall time during which at least one
-    /// such task stalled, `full` time during which every non-idle task
-    /// of the group did. psi_show collects the per-CPU times on read,
-    /// so a total is current to the read. None: no memory limit (no
-    /// box), no cgroup v2, or PSI off.
+    /// workingset pages (swap_readpage, folio_wait_bit_common). Per
+    /// CPU, `some` is the time at least one such task of the group was
+    /// stalled there and `full` the time every non-idle one was; the
+    /// total is the average of the CPUs' times weighted by each CPU's
+    /// non-idle time (collect_percpu_times, "normalized to wallclock
+    /// time"), so it need not equal the sum of the tasks' stalls: two
+    /// runs here of one hog on 2 CPUs had memcg reclaim stalls of
+    /// 0.78 s and 0.445 s, and some 0.57 s and 0.447 s. psi_show collects the per-CPU times on read, so a total is
+    /// current to the read. None: no memory limit (no box), no cgroup
+    /// v2, or PSI off.
     #[serde(default)]
     pub pressure: Option<Psi>,
     /// The file `pressure` was read from (the cgroup's path).

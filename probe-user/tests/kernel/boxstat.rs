@@ -161,7 +161,7 @@ fn check(name: &str, r: &Value, events: &Value, psi: [u64; 3], text: &str) {
         psi[2]
     );
     // The text report shows both lines.
-    assert!(text.contains("pressure: box some "), "{text}");
+    assert!(text.contains("pressure: box PSI some "), "{text}");
     assert!(text.contains("events:   box "), "{text}");
 }
 

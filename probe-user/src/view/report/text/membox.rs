@@ -43,8 +43,8 @@ fn labelled(o: &mut String, label: &str, text: &str) -> Result {
     Ok(())
 }
 
-/// `box some 3.2s (26.1% of the run), full 2.9s (23.6%), from the
-/// box's memory.pressure, not the machine's`.
+/// `box PSI some 3.2s (26.1% of the run), full 2.9s (23.6%), from the
+/// box's memory.pressure, not the machine's: ...` (what PSI's total is).
 fn pressure_text(b: &BoxReport, wall_s: f64) -> Option<String> {
     let p = b.pressure?;
     let wall_us = (wall_s * 1e6) as u64;
@@ -58,13 +58,17 @@ fn pressure_text(b: &BoxReport, wall_s: f64) -> Option<String> {
         }
     };
     let mut line = format!(
-        "box some {} ({} of the run), full {} ({})",
+        "box PSI some {} ({} of the run), full {} ({})",
         fmt_ns(p.some_us * 1000),
         share(p.some_us),
         fmt_ns(p.full_us * 1000),
         share(p.full_us)
     );
-    line.push_str(", from the box's memory.pressure, not the machine's");
+    line.push_str(
+        ", from the box's memory.pressure, not the machine's: per-CPU \
+         stall time weighted by each CPU's busy time, not a sum of the \
+         tasks' stalls",
+    );
     Some(line)
 }
 
@@ -138,12 +142,12 @@ mod tests {
         box_counters(&mut o, &report(b, 12.3)).expect("write");
         assert!(o.lines().all(|l| l.len() <= 72 && l.is_ascii()), "{o}");
         assert!(
-            o.contains("box some 3.2s (26.1% of the run), full 2.9s (23.6%)"),
+            o.contains("box PSI some 3.2s (26.1% of the run), full 2.9s (23.6%)"),
             "{o}"
         );
         assert!(o.contains("memory.pressure"), "{o}");
         // Aligned with the outcome's `time:     ` lines; wrapped under.
-        assert!(o.starts_with("pressure: box some"), "{o}");
+        assert!(o.starts_with("pressure: box PSI some"), "{o}");
         assert!(o.contains("\nevents:   box max"), "{o}");
         assert!(o.contains("\n            "), "{o}");
         assert!(

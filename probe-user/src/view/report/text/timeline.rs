@@ -26,11 +26,11 @@ pub(super) fn timeline(o: &mut String, report: &RunReport) -> Result {
     writeln!(o)?;
     writeln!(
         o,
-        "time line (per second over each step; psi% = share of the step in"
+        "time line (per second over each step; psi% = PSI memory some, % of"
     )?;
     writeln!(
         o,
-        "which some task stalled on memory; stall = target's reclaim stall)"
+        "the step; stall = the target's reclaim stalls, summed over tasks)"
     )?;
     // Spans: machine = pgscan/s .. psi% (40 columns), target = majflt/s
     // .. stall (16), box = its psi% (4).
