@@ -21,6 +21,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::model::{
     report::{BoxReport, CgroupVersion},
+    sample::{Psi, parse_psi},
     units::human,
 };
 
@@ -278,6 +279,52 @@ pub struct MemBox {
     tracker: Option<Cgroup>,
     pub swapfile: Option<Swapfile>,
     pub mem_limit: Option<u64>,
+    /// The box's PSI and events when it was made (zero on a new
+    /// cgroup; read all the same, so that a report is end minus start).
+    start: BoxCounters,
+}
+
+/// The box's own pressure and memory-cgroup events at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BoxCounters {
+    pub psi: Option<Psi>,
+    pub events: BTreeMap<String, u64>,
+}
+
+impl BoxCounters {
+    /// `self - start`, counter by counter (a counter missing at the
+    /// start counts from 0).
+    pub fn since(&self, start: &BoxCounters) -> BoxCounters {
+        let psi = self.psi.map(|p| {
+            let s = start.psi.unwrap_or_default();
+            Psi {
+                some_us: p.some_us.saturating_sub(s.some_us),
+                full_us: p.full_us.saturating_sub(s.full_us),
+            }
+        });
+        let events = self
+            .events
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.saturating_sub(*start.events.get(k).unwrap_or(&0)),
+                )
+            })
+            .collect();
+        BoxCounters { psi, events }
+    }
+}
+
+/// `key value` lines (memory.stat, memory.events, oom_control) as a map.
+fn key_values(text: Option<String>) -> BTreeMap<String, u64> {
+    text.unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 impl MemBox {
@@ -305,13 +352,67 @@ impl MemBox {
             Some(bytes) => Some(Swapfile::create(&spec.swap_dir, &name, bytes)?),
             None => None,
         };
-        Ok(MemBox {
+        let mut membox = MemBox {
             name,
             memcg,
             tracker,
             swapfile,
             mem_limit: spec.mem_limit,
-        })
+            start: BoxCounters::default(),
+        };
+        membox.start = membox.counters_now();
+        Ok(membox)
+    }
+
+    /// The cgroup v2 group whose memory.pressure is the box's: only for
+    /// a box with a memory limit (without one, the group only tracks the
+    /// command, and its pressure is not a box's). On a hybrid machine
+    /// this is the tracking group beside the v1 memcg: PSI follows a
+    /// task's v2 cgroup whatever hierarchy the memory controller is on
+    /// (kernel/sched/psi.c task_psi_group), and the command's tasks are
+    /// in both.
+    fn pressure_cgroup(&self) -> Option<&Cgroup> {
+        self.memcg.as_ref()?;
+        self.v2_cgroup()
+    }
+
+    /// The box's PSI totals and event counters as the kernel has them now.
+    fn counters_now(&self) -> BoxCounters {
+        let psi = self
+            .pressure_cgroup()
+            .and_then(|cg| cg.read("memory.pressure"))
+            .and_then(|t| parse_psi(&t));
+        let Some(cg) = &self.memcg else {
+            return BoxCounters {
+                psi,
+                events: BTreeMap::new(),
+            };
+        };
+        let events = match cg.version {
+            CgroupVersion::V2 => key_values(cg.read("memory.events")),
+            CgroupVersion::V1 => {
+                let mut e = BTreeMap::new();
+                for (file, key) in [
+                    ("memory.failcnt", "failcnt"),
+                    ("memory.memsw.failcnt", "memsw.failcnt"),
+                ] {
+                    if let Some(v) = cg.read(file).and_then(|s| s.trim().parse().ok()) {
+                        e.insert(key.to_string(), v);
+                    }
+                }
+                if let Some(&k) = key_values(cg.read("memory.oom_control")).get("oom_kill") {
+                    e.insert("oom_kill".to_string(), k);
+                }
+                e
+            }
+        };
+        BoxCounters { psi, events }
+    }
+
+    /// The box's PSI totals since it was made (None: no box with a
+    /// memory limit, no cgroup v2, or PSI off); for each sample.
+    pub fn pressure(&self) -> Option<Psi> {
+        self.counters_now().since(&self.start).psi
     }
 
     /// The cgroup v2 group of the workload, if the machine has cgroup v2.
@@ -364,16 +465,21 @@ impl MemBox {
         let Some(cg) = &self.memcg else {
             return r;
         };
-        let kv = |text: Option<String>| -> BTreeMap<String, u64> {
-            text.unwrap_or_default()
-                .lines()
-                .filter_map(|l| {
-                    let (k, v) = l.split_once(' ')?;
-                    Some((k.to_string(), v.trim().parse().ok()?))
-                })
-                .collect()
-        };
+        let kv = key_values;
         r.memory_stat = kv(cg.read("memory.stat"));
+        let counters = self.counters_now().since(&self.start);
+        r.pressure = counters.psi;
+        r.pressure_file = counters
+            .psi
+            .and(self.pressure_cgroup())
+            .map(|c| c.dir.join("memory.pressure").display().to_string());
+        r.events = counters.events;
+        r.events_source = Some(match cg.version {
+            CgroupVersion::V2 => "memory.events".into(),
+            CgroupVersion::V1 => {
+                "v1 memory.failcnt, memory.memsw.failcnt, memory.oom_control".into()
+            }
+        });
         match cg.version {
             CgroupVersion::V2 => {
                 r.peak_bytes = cg.read("memory.peak").and_then(|s| s.trim().parse().ok());
@@ -545,6 +651,28 @@ mod tests {
         assert_eq!(removed, [dead.display().to_string()]);
         assert!(!dead.exists() && alive.exists() && other.exists());
         let _ = fs::remove_dir_all(&tmp);
+    }
+
+    #[test]
+    fn box_counters_are_end_minus_start() {
+        let at = |some_us, full_us, max, oom_kill| BoxCounters {
+            psi: Some(Psi { some_us, full_us }),
+            events: key_values(Some(format!("low 0\nmax {max}\noom_kill {oom_kill}\n"))),
+        };
+        let d = at(1_500, 700, 40, 1).since(&at(500, 200, 10, 0));
+        assert_eq!(
+            d.psi,
+            Some(Psi {
+                some_us: 1_000,
+                full_us: 500
+            })
+        );
+        assert_eq!(d.events.get("max"), Some(&30));
+        assert_eq!(d.events.get("oom_kill"), Some(&1));
+        assert_eq!(d.events.get("low"), Some(&0));
+        // Nothing at the start (a new cgroup): the end as is.
+        let d = at(9, 9, 9, 9).since(&BoxCounters::default());
+        assert_eq!(d, at(9, 9, 9, 9));
     }
 
     #[test]

@@ -361,6 +361,7 @@ impl Sample {
             pgmajfault: d.get("pgmajfault"),
             pgfault: d.get("pgfault"),
             box_bytes: None,
+            box_psi: None,
             hists: Default::default(),
             allocstall: d.sum_prefixed("allocstall"),
             psi,

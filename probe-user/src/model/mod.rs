@@ -2,6 +2,7 @@
 //! recording. Depends on nothing above it; every view reads only this.
 
 pub mod histogram;
+pub mod membox;
 pub mod recording;
 pub mod report;
 pub mod sample;

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use vmtrace_common::{Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 
+pub use crate::model::membox::{BoxReport, CgroupVersion};
 pub use crate::model::swap_causes::{SwapArea, SwapCauses};
 pub use crate::model::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};
 use crate::model::{histogram::Summary, vmstat::VmStat};
@@ -500,26 +501,4 @@ impl RunReport {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
-}
-
-/// The cgroup hierarchy the memory box was made in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CgroupVersion {
-    V1,
-    V2,
-}
-
-/// What the box saw, as reported.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct BoxReport {
-    pub name: String,
-    pub cgroup_version: Option<CgroupVersion>,
-    pub mem_limit_bytes: Option<u64>,
-    pub swap_bytes: Option<u64>,
-    pub swapfile: Option<String>,
-    pub peak_bytes: Option<u64>,
-    /// Tasks the memory cgroup's OOM killer killed (None: kernel too old).
-    pub oom_kills: Option<u64>,
-    pub memory_stat: std::collections::BTreeMap<String, u64>,
 }

@@ -163,6 +163,11 @@ pub struct Sample {
     /// Memory charged to the box (memory.current / usage_in_bytes).
     #[serde(default)]
     pub box_bytes: Option<u64>,
+    /// The box's own PSI memory totals since the run started (its
+    /// cgroup's memory.pressure; see `BoxReport::pressure`). None: no
+    /// box with a memory limit, or no cgroup v2, or PSI off.
+    #[serde(default)]
+    pub box_psi: Option<Psi>,
     /// Each latency histogram's values in the step that ends here (not
     /// cumulative), by histogram name, HdrHistogram V2 deflate base64;
     /// histograms with no value in the step are left out.

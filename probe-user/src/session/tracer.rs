@@ -453,6 +453,7 @@ impl<'a> Watch<'a> {
         if let Ok(t) = collect::read(probes) {
             let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
             s.box_bytes = self.membox.and_then(MemBox::usage_bytes);
+            s.box_psi = self.membox.and_then(MemBox::pressure);
             for h in vmtrace_common::Hist::ALL {
                 let now = t.hist(h);
                 let before = self.hists_before.get(h as usize).map_or(&[][..], |v| v);

@@ -10,6 +10,7 @@
 //! vmtrace, the leftovers guard, vmstat deltas, scratch directories).
 
 mod attach;
+mod boxstat;
 mod cleanup;
 mod common;
 mod compare;

@@ -5,7 +5,10 @@
 
 use super::stats::{Describe, describe, welch};
 use super::{Change, MetricRow, Unit};
-use crate::model::report::{DelayReport, ReclaimReport, RunReport, SwapCauses};
+use crate::model::{
+    report::{DelayReport, ReclaimReport, RunReport, SwapCauses},
+    sample::Psi,
+};
 
 /// Every metric compared: (name, unit, value of a run).
 type Extract = fn(&RunReport) -> Option<f64>;
@@ -18,6 +21,15 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     }),
     ("minor faults", Unit::Count, |r| {
         Some(r.usage.minor_faults as f64)
+    }),
+    // The box's own PSI (its cgroup's memory.pressure; None without a
+    // box with a memory limit): wall time some / every task of the box
+    // stalled on memory. See model::membox::BoxReport.
+    ("box pressure some", Unit::Seconds, |r| {
+        box_pressure(r).map(|p| p.some_us as f64 / 1e6)
+    }),
+    ("box pressure full", Unit::Seconds, |r| {
+        box_pressure(r).map(|p| p.full_us as f64 / 1e6)
     }),
     ("reclaim stalls", Unit::Count, |r| {
         reclaim_field(r, |s| s.stalls.count as f64)
@@ -138,6 +150,11 @@ pub(super) fn reclaim_field(r: &RunReport, f: fn(&ReclaimReport) -> f64) -> Opti
 
 pub(super) fn causes(r: &RunReport) -> Option<&SwapCauses> {
     r.swap_causes.as_ref()
+}
+
+/// The box's PSI totals over the run, when it had a box.
+fn box_pressure(r: &RunReport) -> Option<Psi> {
+    r.membox.as_ref()?.pressure
 }
 
 pub(super) fn delays(r: &RunReport) -> Option<&DelayReport> {

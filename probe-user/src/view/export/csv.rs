@@ -169,6 +169,8 @@ pub fn series(rec: &Recording) -> String {
             row.push(opt(s.psi.map(|p| p.some_us)));
             row.push(opt(s.psi.map(|p| p.full_us)));
             row.push(opt(s.box_bytes));
+            row.push(opt(s.box_psi.map(|p| p.some_us)));
+            row.push(opt(s.box_psi.map(|p| p.full_us)));
             for (node, zone) in &zones {
                 let z = s.zones.iter().find(|z| z.node == *node && z.zone == *zone);
                 row.push(opt(z.map(|z| z.free)));
@@ -202,6 +204,8 @@ const SERIES_COLUMNS: &[&str] = &[
     "psi_some_us",
     "psi_full_us",
     "box_bytes",
+    "box_psi_some_us",
+    "box_psi_full_us",
 ];
 
 #[cfg(test)]

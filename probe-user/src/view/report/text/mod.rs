@@ -18,6 +18,7 @@ mod faults;
 pub(super) mod hist;
 mod kswapd;
 mod lru;
+mod membox;
 mod names;
 mod reclaim;
 mod swap;
@@ -147,6 +148,7 @@ fn outcome(o: &mut String, report: &RunReport) -> Result {
             u.minor_faults, u.major_faults
         )?;
         writeln!(o, "{}", memory_line(report))?;
+        membox::box_counters(o, report)?;
     }
     let v = &report.vmstat;
     write!(
