@@ -196,7 +196,7 @@ impl Window {
     pub fn open_untraced() -> Result<Window> {
         Ok(Window {
             kswapd_cpu_before: Vec::new(),
-            before: VmStat::read()?,
+            before: VmStat::read_window()?,
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
@@ -210,7 +210,7 @@ impl Window {
 
     /// Closes an untraced window: wall time and /proc/vmstat deltas.
     pub fn close_untraced(self) -> RunReport {
-        let after = VmStat::read().unwrap_or_else(|_| self.before.clone());
+        let after = VmStat::read_window().unwrap_or_else(|_| self.before.clone());
         let mut report = RunReport {
             vmtrace_version: env!("CARGO_PKG_VERSION").into(),
             kernel_release: kernel_release(),
@@ -224,6 +224,7 @@ impl Window {
             ..Default::default()
         };
         report.add_swap_causes(&VmStat::delta(&self.before, &after));
+        report.add_event_counters(&VmStat::delta(&self.before, &after));
         report
     }
 
@@ -252,7 +253,7 @@ impl Window {
         };
         Ok(Window {
             kswapd_cpu_before: crate::host::proc::kswapd_cpu(),
-            before: VmStat::read()?,
+            before: VmStat::read_window()?,
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
@@ -319,7 +320,7 @@ impl Window {
         // the probes' cover the same window (machine-wide counts such as
         // --page-alloc's drift apart under load otherwise).
         let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
-        let after = VmStat::read()?;
+        let after = VmStat::read_window()?;
         let totals = collect::read(&probes)?;
         drop(self.delayacct.take());
         let stats = probes.program_stats();
@@ -372,6 +373,7 @@ impl Window {
         };
         report.add_kernel_totals(&d.totals, &|id| d.enabled.contains(&id));
         report.add_swap_causes(&VmStat::delta(&self.before, &d.after));
+        report.add_event_counters(&VmStat::delta(&self.before, &d.after));
         if let Some(delays) = report.delays.as_mut() {
             delays.accounting_on = self.delayacct_on;
             delays.already_on = self.delayacct_already_on;

@@ -13,6 +13,7 @@ use crate::{
 };
 
 mod causes;
+mod counters;
 mod delays;
 mod faults;
 pub(super) mod hist;
@@ -39,6 +40,8 @@ const MEASURED: &[Section] = &[
     lru::shrink_active,
     reclaim::throttle,
     reclaim::compaction,
+    counters::compaction_counters,
+    counters::thp,
     reclaim::slab_shrink,
     swap::swap_out,
     swap::destinations,
@@ -48,6 +51,7 @@ const MEASURED: &[Section] = &[
     kswapd::zones,
     kswapd::zone_allocations,
     timeline::timeline,
+    counters::lru_sizes,
     faults::faults,
     causes::fault_causes,
     delays::delays,
