@@ -14,6 +14,7 @@ mod cleanup;
 mod common;
 mod compare;
 mod concurrent;
+mod counters;
 mod delays;
 mod faults;
 mod guards;

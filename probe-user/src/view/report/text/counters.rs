@@ -102,12 +102,12 @@ pub(super) fn thp(o: &mut String, report: &RunReport) -> Result {
         o,
         "  per size (hugepages-<size>/stats, anonymous memory): faults \
          anon_fault_alloc, fallback anon_fault_fallback, swap-out \
-         swpout, split swpout_fallback",
+         swpout, swap split swpout_fallback",
     )?;
     writeln!(
         o,
         "  {:>8} {:>11} {:>11} {:>11} {:>11}",
-        "size", "faults", "fallback", "swap-out", "split"
+        "size", "faults", "fallback", "swap-out", "swap split"
     )?;
     for s in sizes {
         writeln!(
