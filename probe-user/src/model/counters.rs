@@ -13,7 +13,9 @@
 //! - `thp_fault_alloc`: an anonymous fault mapped a new PMD-size THP
 //!   (mm/huge_memory.c __do_huge_pmd_anonymous_page, after set_pmd_at;
 //!   from 6.13 also a write fault on the huge zero page that replaced it
-//!   with a THP, do_huge_zero_wp_pmd). One count per 2 MiB folio.
+//!   with a THP, do_huge_zero_wp_pmd; mainline counts both in
+//!   map_anon_folio_pmd, the fallbacks in vma_alloc_anon_folio_pmd).
+//!   One count per 2 MiB folio.
 //! - `thp_fault_fallback`: such a fault got no THP and fell back to
 //!   small pages: the allocation failed (do_huge_pmd_anonymous_page), the
 //!   memcg charge failed, or the huge zero page could not be had.
@@ -49,8 +51,9 @@
 //!   compaction rounds are not counted).
 //! - LRU sizes `nr_inactive_anon` ... `nr_active_file`: pages on each
 //!   list now, summed over nodes and memory cgroups (node_page_state;
-//!   with MGLRU on, mm/vmscan.c lru_gen_update_size books the two
-//!   youngest generations as active, the older ones as inactive).
+//!   with MGLRU on, include/linux/mm_inline.h lru_gen_update_size books
+//!   the two youngest generations as active, the older ones as
+//!   inactive: lru_gen_is_active).
 
 use std::collections::BTreeMap;
 
