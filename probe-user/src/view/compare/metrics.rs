@@ -83,6 +83,12 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     ("anon refaults", Unit::Pages, |r| {
         causes(r)?.refault_anon.map(|v| v as f64)
     }),
+    ("swap readahead", Unit::Pages, |r| {
+        causes(r)?.swap_ra.map(|v| v as f64)
+    }),
+    ("swap readahead hits", Unit::Pages, |r| {
+        causes(r)?.swap_ra_hit.map(|v| v as f64)
+    }),
     ("zswap stores", Unit::Pages, |r| {
         causes(r)?.zswpout.map(|v| v as f64)
     }),
@@ -169,6 +175,8 @@ const MAYBE_ABSENT: &[&str] = &[
     "direct compactions",
     "compactions failed",
     "kcompactd runs",
+    "swap readahead",
+    "swap readahead hits",
     "zswap writebacks",
 ];
 
