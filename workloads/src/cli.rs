@@ -109,6 +109,10 @@ pub struct MemhogArgs {
     /// Seed of the random data and touch order
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Allocate 2 MiB-aligned and madvise(MADV_HUGEPAGE): transparent
+    /// huge page faults (unless THP is `never`); --mib rounds up to 2
+    #[arg(long)]
+    pub thp: bool,
     /// Print what was done on stderr
     #[arg(short, long)]
     pub verbose: bool,
@@ -127,7 +131,10 @@ pub fn memhog_main(args: impl IntoIterator<Item = OsString>) -> i32 {
         eprintln!("memhog: error: --mib must be at least 1");
         return 2;
     }
-    let stats = crate::memhog::run(args.mib, args.passes, args.seed);
+    let Some(stats) = crate::memhog::run(args.mib, args.passes, args.seed, args.thp) else {
+        eprintln!("memhog: error: mmap of {} MiB failed", args.mib);
+        return 1;
+    };
     if args.verbose {
         eprintln!(
             "memhog: {} pages, {} touches, checksum {:016x}",

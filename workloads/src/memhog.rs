@@ -1,4 +1,9 @@
-//! A memory hog that creates real reclaim and swap traffic in a small box.
+//! A memory hog that creates real reclaim and swap traffic in a small box,
+//! in ordinary heap memory or (`thp`) in a 2 MiB-aligned anonymous
+//! mapping marked MADV_HUGEPAGE, so that its first touches are THP faults
+//! whenever /sys/kernel/mm/transparent_hugepage/enabled is not `never`.
+
+use std::ptr::NonNull;
 
 /// xorshift64*: fast, deterministic, never yields 0 from a non-zero state.
 #[derive(Clone, Debug)]
@@ -42,13 +47,80 @@ pub struct Stats {
     pub checksum: u64,
 }
 
+/// The size and alignment of a PMD-mapped THP on x86-64 and arm64 (4 KiB
+/// pages).
+pub const HUGE: usize = 2 << 20;
+
+/// An anonymous mapping of whole 2 MiB huge-page frames, aligned to
+/// 2 MiB and marked MADV_HUGEPAGE; unmapped on drop.
+pub struct HugeBuffer {
+    map: NonNull<libc::c_void>,
+    map_len: usize,
+    words: NonNull<u64>,
+    len: usize,
+}
+
+impl HugeBuffer {
+    /// `mib` MiB (rounded up to 2 MiB); None when mmap fails. A failed
+    /// madvise (THP not built in) leaves an ordinary mapping.
+    pub fn new(mib: usize) -> Option<HugeBuffer> {
+        let bytes = (mib << 20).div_ceil(HUGE) * HUGE;
+        let map_len = bytes + HUGE;
+        // SAFETY: a fresh private anonymous mapping, no file.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        let map = NonNull::new(p)?;
+        let start = (p as usize).next_multiple_of(HUGE);
+        // SAFETY: [start, start + bytes) lies inside the mapping.
+        unsafe { libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE) };
+        Some(HugeBuffer {
+            map,
+            map_len,
+            words: NonNull::new(start as *mut u64)?,
+            len: bytes / 8,
+        })
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u64] {
+        // SAFETY: `len` words from `words` lie inside the mapping, which is
+        // readable, writable and only this buffer's.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HugeBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this buffer made, unmapped once.
+        unsafe { libc::munmap(self.map.as_ptr(), self.map_len) };
+    }
+}
+
 /// Fills `mib` MiB with random non-zero words, then makes `passes` passes
 /// of random page touches (one read and one write per touch, as many
-/// touches per pass as there are pages).
-pub fn run(mib: usize, passes: usize, seed: u64) -> Stats {
-    let words = mib * (1 << 20) / 8;
-    let pages = words / WORDS_PER_PAGE;
-    let mut buf = vec![0u64; words];
+/// touches per pass as there are pages). With `thp`, in a [`HugeBuffer`]
+/// (None when it cannot be mapped).
+pub fn run(mib: usize, passes: usize, seed: u64, thp: bool) -> Option<Stats> {
+    if thp {
+        let mut buf = HugeBuffer::new(mib)?;
+        Some(run_in(buf.as_mut_slice(), passes, seed))
+    } else {
+        Some(run_in(&mut vec![0u64; mib * (1 << 20) / 8], passes, seed))
+    }
+}
+
+fn run_in(buf: &mut [u64], passes: usize, seed: u64) -> Stats {
+    let pages = buf.len() / WORDS_PER_PAGE;
     let mut rng = Rng::new(seed);
     for w in buf.iter_mut() {
         *w = rng.next_u64() | 1;
@@ -66,7 +138,7 @@ pub fn run(mib: usize, passes: usize, seed: u64) -> Stats {
             stats.touches += 1;
         }
     }
-    stats.checksum ^= std::hint::black_box(&buf)
+    stats.checksum ^= std::hint::black_box(&*buf)
         .iter()
         .step_by(WORDS_PER_PAGE)
         .fold(0, |a, w| a ^ w);
@@ -94,10 +166,16 @@ mod tests {
 
     #[test]
     fn same_seed_same_run() {
-        let a = run(2, 2, 42);
-        assert_eq!(a, run(2, 2, 42));
+        let a = run(2, 2, 42, false).expect("heap");
+        assert_eq!(Some(a.clone()), run(2, 2, 42, false));
         assert_eq!(a.pages, 512);
         assert_eq!(a.touches, 1024);
-        assert_ne!(a.checksum, run(2, 2, 43).checksum);
+        assert_ne!(a.checksum, run(2, 2, 43, false).expect("heap").checksum);
+        // The huge-page buffer holds the same data: the same run.
+        assert_eq!(run(2, 2, 42, true), Some(a));
+        let mut h = HugeBuffer::new(3).expect("mapped");
+        let s = h.as_mut_slice();
+        assert_eq!(s.len(), (4 << 20) / 8);
+        assert_eq!(s.as_ptr() as usize % HUGE, 0);
     }
 }

@@ -2,9 +2,12 @@
 //! zone names, kswapd's CPU time, the kernel release. What they parse
 //! into lives in the model.
 
+use std::path::Path;
+
 use anyhow::{Context, Result};
 
 use crate::model::{
+    counters::MTHP_KEY,
     sample::{Psi, parse_psi},
     vmstat::VmStat,
 };
@@ -13,6 +16,47 @@ impl VmStat {
     pub fn read() -> Result<VmStat> {
         let text = std::fs::read_to_string("/proc/vmstat").context("reading /proc/vmstat")?;
         Ok(VmStat::parse(&text))
+    }
+
+    /// A run window's snapshot: /proc/vmstat and, where the kernel has
+    /// them (6.10+), the per-size mTHP counters of
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-<size>/stats under
+    /// `mthp/<size>/<name>` keys (see `model::counters`).
+    pub fn read_window() -> Result<VmStat> {
+        let mut v = VmStat::read()?;
+        add_mthp_stats(&mut v, Path::new("/sys/kernel/mm/transparent_hugepage"));
+        Ok(v)
+    }
+}
+
+/// The per-size mTHP event counters vmtrace reports (older names too).
+const MTHP_STATS: &[&str] = &[
+    "anon_fault_alloc",
+    "anon_fault_fallback",
+    "swpout",
+    "swpout_fallback",
+    "anon_swpout",
+    "anon_swpout_fallback",
+];
+
+fn add_mthp_stats(v: &mut VmStat, dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(size) = name.strip_prefix("hugepages-") else {
+            continue;
+        };
+        for stat in MTHP_STATS {
+            let path = entry.path().join("stats").join(stat);
+            if let Some(n) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                v.0.insert(format!("{MTHP_KEY}{size}/{stat}"), n);
+            }
+        }
     }
 }
 

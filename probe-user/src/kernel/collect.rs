@@ -15,6 +15,7 @@ use crate::{
     host::proc::read_psi,
     kernel::probes::Probes,
     model::{
+        counters::LruSizes,
         sample::{Psi, Sample, parse_zoneinfo},
         vmstat::VmStat,
     },
@@ -363,6 +364,7 @@ impl Sample {
             box_bytes: None,
             box_psi: None,
             hists: Default::default(),
+            lru: LruSizes::from_snapshot(&now),
             allocstall: d.sum_prefixed("allocstall"),
             psi,
             zones: std::fs::read_to_string("/proc/zoneinfo")

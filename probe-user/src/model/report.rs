@@ -452,6 +452,14 @@ pub struct RunReport {
     /// recordings).
     #[serde(default)]
     pub swap_causes: Option<SwapCauses>,
+    /// THP and mTHP events, machine-wide (None: older recordings, or a
+    /// kernel without THP).
+    #[serde(default)]
+    pub thp: Option<crate::model::counters::ThpCounters>,
+    /// compact_* events, machine-wide (None: older recordings, or a
+    /// kernel without compaction).
+    #[serde(default)]
+    pub compaction_counters: Option<crate::model::counters::CompactionCounters>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

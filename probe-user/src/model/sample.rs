@@ -173,6 +173,11 @@ pub struct Sample {
     /// histograms with no value in the step are left out.
     #[serde(default)]
     pub hists: std::collections::BTreeMap<String, String>,
+    /// Pages on each LRU list now, the whole machine's (/proc/vmstat
+    /// nr_inactive_anon ...: gauges, not since the start; None: older
+    /// recordings).
+    #[serde(default)]
+    pub lru: Option<crate::model::counters::LruSizes>,
 }
 
 /// Per zone: seconds spent below the low and the min watermark, judged

@@ -197,7 +197,7 @@ impl Window {
     pub fn open_untraced() -> Result<Window> {
         Ok(Window {
             kswapd_cpu_before: Vec::new(),
-            before: VmStat::read()?,
+            before: VmStat::read_window()?,
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
@@ -211,7 +211,7 @@ impl Window {
 
     /// Closes an untraced window: wall time and /proc/vmstat deltas.
     pub fn close_untraced(self) -> RunReport {
-        let after = VmStat::read().unwrap_or_else(|_| self.before.clone());
+        let after = VmStat::read_window().unwrap_or_else(|_| self.before.clone());
         let mut report = RunReport {
             vmtrace_version: env!("CARGO_PKG_VERSION").into(),
             kernel_release: kernel_release(),
@@ -226,6 +226,7 @@ impl Window {
         };
         report.add_swap_causes(&VmStat::delta(&self.before, &after));
         report.zone_vmstat = Some(zone_type_counts(&VmStat::delta(&self.before, &after)));
+        report.add_event_counters(&VmStat::delta(&self.before, &after));
         report
     }
 
@@ -254,7 +255,7 @@ impl Window {
         };
         Ok(Window {
             kswapd_cpu_before: crate::host::proc::kswapd_cpu(),
-            before: VmStat::read()?,
+            before: VmStat::read_window()?,
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
@@ -323,7 +324,7 @@ impl Window {
         // the probes' cover the same window (machine-wide counts such as
         // --page-alloc's drift apart under load otherwise).
         let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
-        let after = VmStat::read()?;
+        let after = VmStat::read_window()?;
         let totals = collect::read(&probes)?;
         drop(self.delayacct.take());
         let stats = probes.program_stats();
@@ -377,6 +378,7 @@ impl Window {
         report.add_kernel_totals(&d.totals, &|id| d.enabled.contains(&id));
         report.add_swap_causes(&VmStat::delta(&self.before, &d.after));
         report.zone_vmstat = Some(zone_type_counts(&VmStat::delta(&self.before, &d.after)));
+        report.add_event_counters(&VmStat::delta(&self.before, &d.after));
         if let Some(delays) = report.delays.as_mut() {
             delays.accounting_on = self.delayacct_on;
             delays.already_on = self.delayacct_already_on;

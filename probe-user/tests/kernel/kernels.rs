@@ -82,6 +82,16 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
             "{what}: major faults {majors} vs rusage {}",
             r["usage"]["major_faults"]
         );
+        // Both kernels print the THP and compaction counters; only
+        // 6.10 and later have per-size mTHP stats (model::counters).
+        assert!(r["thp"]["fault_alloc"].is_u64(), "{what}: {:#}", r["thp"]);
+        assert!(r["compaction_counters"]["stall"].is_u64(), "{what}");
+        let sizes = r["thp"]["sizes"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            sizes > 0,
+            !release.starts_with("6.1."),
+            "{what}: {sizes} mTHP sizes"
+        );
         releases.push(release);
     }
     releases.sort();

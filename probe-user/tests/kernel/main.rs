@@ -15,6 +15,7 @@ mod cleanup;
 mod common;
 mod compare;
 mod concurrent;
+mod counters;
 mod delays;
 mod faults;
 mod guards;

@@ -13,6 +13,7 @@ use crate::{
     model::{histogram::summarize, report::*},
 };
 
+mod counters;
 mod faults;
 mod kswapd;
 mod lru;

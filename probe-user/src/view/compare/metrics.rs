@@ -95,6 +95,12 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     ("anon refaults", Unit::Pages, |r| {
         causes(r)?.refault_anon.map(|v| v as f64)
     }),
+    ("swap readahead", Unit::Pages, |r| {
+        causes(r)?.swap_ra.map(|v| v as f64)
+    }),
+    ("swap readahead hits", Unit::Pages, |r| {
+        causes(r)?.swap_ra_hit.map(|v| v as f64)
+    }),
     ("zswap stores", Unit::Pages, |r| {
         causes(r)?.zswpout.map(|v| v as f64)
     }),
@@ -103,6 +109,36 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     }),
     ("zswap writebacks", Unit::Pages, |r| {
         causes(r)?.zswpwb.map(|v| v as f64)
+    }),
+    // THP and compaction events (/proc/vmstat, every task; see
+    // model::counters for what each counts). None where the kernel or
+    // the recording lacks the counter: `absent` says so, no 0 is shown.
+    ("THP faults", Unit::Count, |r| {
+        r.thp.as_ref()?.fault_alloc.map(|v| v as f64)
+    }),
+    ("THP fault fallbacks", Unit::Count, |r| {
+        r.thp.as_ref()?.fault_fallback.map(|v| v as f64)
+    }),
+    ("THP fallbacks, charge", Unit::Count, |r| {
+        r.thp.as_ref()?.fault_fallback_charge.map(|v| v as f64)
+    }),
+    ("THP swapped out whole", Unit::Count, |r| {
+        r.thp.as_ref()?.swpout.map(|v| v as f64)
+    }),
+    ("THP split to swap out", Unit::Count, |r| {
+        r.thp.as_ref()?.swpout_fallback.map(|v| v as f64)
+    }),
+    ("direct compactions", Unit::Count, |r| {
+        r.compaction_counters.as_ref()?.stall.map(|v| v as f64)
+    }),
+    ("compactions failed", Unit::Count, |r| {
+        r.compaction_counters.as_ref()?.fail.map(|v| v as f64)
+    }),
+    ("kcompactd runs", Unit::Count, |r| {
+        r.compaction_counters
+            .as_ref()?
+            .daemon_wake
+            .map(|v| v as f64)
     }),
     ("kswapd awake", Unit::Seconds, |r| {
         r.kswapd
@@ -140,6 +176,45 @@ const METRICS: &[(&str, Unit, Extract)] = &[
         delays(r).map(|d| d.cpu_ns as f64 / 1e9)
     }),
 ];
+
+/// The counter rows that a kernel (or an older recording) may lack.
+const MAYBE_ABSENT: &[&str] = &[
+    "THP faults",
+    "THP fault fallbacks",
+    "THP fallbacks, charge",
+    "THP swapped out whole",
+    "THP split to swap out",
+    "direct compactions",
+    "compactions failed",
+    "kcompactd runs",
+    "swap readahead",
+    "swap readahead hits",
+    "zswap writebacks",
+];
+
+/// One warning per group whose runs lack a counter that another group
+/// has (its kernel does not count it, or vmtrace did not record it
+/// then): its cell reads `-`, which is not 0.
+pub(super) fn absent(rows: &[MetricRow]) -> Vec<String> {
+    let groups = rows.first().map_or(0, |r| r.groups.len());
+    (0..groups)
+        .filter_map(|g| {
+            let names: Vec<&str> = rows
+                .iter()
+                .filter(|r| MAYBE_ABSENT.contains(&r.name) && r.groups[g].is_none())
+                .map(|r| r.name)
+                .collect();
+            (!names.is_empty()).then(|| {
+                format!(
+                    "group {} has no {} (its kernel lacks the counter, or the \
+                     recording predates it): shown as -, not 0",
+                    char::from(b'A' + (g % 26) as u8),
+                    names.join(", ")
+                )
+            })
+        })
+        .collect()
+}
 
 pub(super) fn reclaim_field(r: &RunReport, f: fn(&ReclaimReport) -> f64) -> Option<f64> {
     if r.direct_reclaim.is_none() && r.memcg_reclaim.is_none() {

@@ -216,6 +216,7 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         }
     }
     let mut metrics = metrics::rows(&ok);
+    warnings.extend(metrics::absent(&metrics));
     let guards = guards::find(inputs, &ok);
     guards::mark(&mut metrics, &guards);
     let (attribution, splits) = attribution::attribute(&ok);
@@ -314,6 +315,34 @@ mod tests {
         for line in text.lines() {
             assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
         }
+    }
+
+    /// A THP counter one kernel has and the other lacks: the row shows
+    /// `-` for the group without it and a warning says why, never 0.
+    #[test]
+    fn a_counter_one_kernel_lacks_is_named_not_zero() {
+        let a = corpus();
+        let mut b = corpus();
+        for run in &mut b.runs {
+            run.report.thp = Some(crate::model::counters::ThpCounters {
+                fault_alloc: Some(512),
+                ..Default::default()
+            });
+        }
+        let c = compare(&[group(None, &[&a]), group(None, &[&b])], true).expect("compares");
+        let row = c.metrics.iter().find(|m| m.name == "THP faults");
+        let row = row.expect("THP faults row");
+        assert!(row.groups[0].is_none() && row.groups[1].is_some());
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.starts_with("group A has no THP faults")),
+            "{:?}",
+            c.warnings
+        );
+        let text = text::render(&c, false);
+        let line = text.lines().find(|l| l.starts_with("THP faults"));
+        assert!(line.expect("row").contains(" - "), "{text}");
     }
 
     /// A parallel job (4 tasks, task-seconds far above elapsed) that is

@@ -117,7 +117,8 @@ fn row_key(item: &Value) -> Option<String> {
 }
 
 /// The time series: counters cumulative since the run started, so rates
-/// are differences between rows; free pages per populated zone.
+/// are differences between rows; the machine's LRU list sizes (gauges);
+/// free pages per populated zone.
 pub fn series(rec: &Recording) -> String {
     let mut zones: Vec<(u32, String)> = Vec::new();
     for run in &rec.runs {
@@ -171,6 +172,9 @@ pub fn series(rec: &Recording) -> String {
             row.push(opt(s.box_bytes));
             row.push(opt(s.box_psi.map(|p| p.some_us)));
             row.push(opt(s.box_psi.map(|p| p.full_us)));
+            for i in 0..4 {
+                row.push(opt(s.lru.map(|l| l.lists()[i].1)));
+            }
             for (node, zone) in &zones {
                 let z = s.zones.iter().find(|z| z.node == *node && z.zone == *zone);
                 row.push(opt(z.map(|z| z.free)));
@@ -206,6 +210,12 @@ const SERIES_COLUMNS: &[&str] = &[
     "box_bytes",
     "box_psi_some_us",
     "box_psi_full_us",
+    // The machine's LRU list sizes at the sample (pages; /proc/vmstat
+    // gauges, not cumulative).
+    "machine_nr_inactive_anon",
+    "machine_nr_active_anon",
+    "machine_nr_inactive_file",
+    "machine_nr_active_file",
 ];
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::{
 };
 
 mod causes;
+mod counters;
 mod delays;
 mod faults;
 pub(super) mod hist;
@@ -41,6 +42,8 @@ const MEASURED: &[Section] = &[
     lru::shrink_active,
     reclaim::throttle,
     reclaim::compaction,
+    counters::compaction_counters,
+    counters::thp,
     reclaim::slab_shrink,
     swap::swap_out,
     swap::destinations,
@@ -49,6 +52,7 @@ const MEASURED: &[Section] = &[
     oom_victims,
     zones::zones,
     timeline::timeline,
+    counters::lru_sizes,
     faults::faults,
     causes::fault_causes,
     delays::delays,
