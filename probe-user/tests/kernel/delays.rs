@@ -214,17 +214,37 @@ fn dev_minor(dev: u64) -> u64 {
 /// carry no start stamp; vmtrace attach switches it on mid-wait. The
 /// kernel then books that wait as `now - 0` (the uptime): the report
 /// drops it, says so, and what it sums stays within the task's life.
+/// The task lived before the attach, so its life (not the window) bounds
+/// what is summed. Whether the wait in flight is unstamped is the
+/// kernel's timing (on 6.12+ a delayed dequeue can stamp it): every
+/// attempt must stay bounded, and one of at most three must show the
+/// uptime booked and dropped.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn attach_mid_io_wait_drops_what_the_task_did_not_live() {
     let _g = guard();
-    let dir = fresh_scratch("delays-attach");
+    for attempt in 1..=3 {
+        match attach_mid_io_wait(attempt) {
+            Some(said) => {
+                println!("{said}");
+                return;
+            }
+            None => println!("attempt {attempt}: the wait in flight was stamped; again"),
+        }
+    }
+    panic!("three attempts, and no wait began unstamped: nothing was dropped");
+}
+
+/// One attempt: asserts that the summed delays stay within the task's
+/// life; what it printed when an unstamped wait was booked and dropped,
+/// None when every wait was stamped (nothing to drop).
+fn attach_mid_io_wait(attempt: u32) -> Option<String> {
+    let dir = fresh_scratch(&format!("delays-attach-{attempt}"));
     let file = dir.join("data");
     let rec = dir.join("attach.vmtrace.json");
     std::fs::write(&file, vec![7u8; 64 * 1024]).expect("data file");
     let Some(cg) = Throttled::new(&file) else {
-        println!("skipped: no v1 blkio throttling on this machine");
-        return;
+        return Some("skipped: no v1 blkio throttling on this machine".into());
     };
     let switch = DelayacctSwitch::set("1");
     let script = format!(
@@ -262,22 +282,29 @@ fn attach_mid_io_wait_drops_what_the_task_did_not_live() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let r = json_of(&out);
-    let d = assert_bounded(&r, "attach");
+    let d = r["delays"].clone();
+    assert_eq!(d["accounting_on"], true, "{d:#}");
     assert_eq!(d["already_on"], false, "{d:#}");
+    // One thread (dd; sh exec'ed it): every category within its life.
+    for c in CATEGORIES {
+        let ns = d[c].as_u64().unwrap_or(0);
+        assert!(ns <= lived_ns, "{c} {ns} > dd's life {lived_ns}: {d:#}");
+    }
     let blkio = d["blkio_ns"].as_u64().unwrap_or(0);
-    assert!(blkio <= lived_ns, "blkio {blkio} > {lived_ns}: {d:#}");
     // The wait that began unstamped was booked as the uptime; the
     // kernel keeps one total per category, so dd's whole block I/O total
     // (that wait and the stamped ones after it) is dropped, not summed.
     let dropped = d["implausible"].as_u64().unwrap_or(0);
     let dropped_ns = d["implausible_ns"].as_u64().unwrap_or(0);
-    assert!(dropped >= 1, "nothing dropped: {d:#}\n{err}");
+    if dropped == 0 {
+        return None;
+    }
     assert!(dropped_ns > lived_ns, "{d:#}");
     assert!(dropped_ns < uptime_ns() + lived_ns, "{d:#}");
     let rec = rec.to_string_lossy();
     let text = crate::common::text_ok(&mut vmtrace(&["report", &rec]));
     assert!(text.contains("delays > task's life"), "{text}");
-    println!(
+    Some(format!(
         "attach: dd lived {:.2}s; blkio summed {:.2}s; dropped {dropped} \
          value(s) of {:.0}s in all (uptime {:.0}s); {} threads untracked\n{text}",
         lived_ns as f64 / 1e9,
@@ -285,5 +312,5 @@ fn attach_mid_io_wait_drops_what_the_task_did_not_live() {
         dropped_ns as f64 / 1e9,
         uptime_ns() as f64 / 1e9,
         d["untracked_threads"]
-    );
+    ))
 }

@@ -42,7 +42,7 @@ fn qsbench(dir: &Path, file: &str, zswap: bool) -> (PathBuf, bool, u64) {
         if zswap { "on" } else { "off" },
         "qsbench",
         "-m",
-        "300",
+        "250",
         "--mem",
         "192M",
         "--swap",
