@@ -38,6 +38,15 @@ pub struct ZoneSample {
     pub inactive_file: u64,
     #[serde(default)]
     pub active_file: u64,
+    /// The most this zone keeps back from allocations that could also
+    /// use a higher zone: the largest entry of zoneinfo's `protection:`
+    /// (zone->lowmem_reserve[], indexed by the allocation's highest
+    /// zone; set by setup_per_zone_lowmem_reserve from
+    /// vm.lowmem_reserve_ratio, mm/page_alloc.c; a free page count below
+    /// min + this fails such an allocation in zone_watermark_ok). 0 in
+    /// older recordings.
+    #[serde(default)]
+    pub lowmem_reserve: u64,
 }
 
 /// Parses /proc/zoneinfo into one entry per zone (empty zones included:
@@ -58,6 +67,15 @@ pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSample> {
             continue;
         }
         let Some(z) = zones.last_mut() else { continue };
+        // "        protection: (0, 431, 431, 431, 431)"
+        if let Some(list) = line.trim().strip_prefix("protection:") {
+            z.lowmem_reserve = list
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|n| n.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            continue;
+        }
         let mut words = line.split_whitespace();
         let (Some(key), Some(value)) = (words.next(), words.next()) else {
             continue;
@@ -261,6 +279,11 @@ mod tests {
             (z[1].free, z[1].min, z[1].low, z[1].high),
             (104069, 653, 816, 979)
         );
+        // lowmem_reserve: the largest entry of `protection: (...)`.
+        assert_eq!((z[0].lowmem_reserve, z[1].lowmem_reserve), (431, 0));
+        let t18 = std::fs::read_to_string(dir.join("6.18.44-fc-v669/zoneinfo.txt")).expect("read");
+        let z18 = parse_zoneinfo(&t18);
+        assert_eq!((z18[0].lowmem_reserve, z18[1].lowmem_reserve), (7115, 4096));
         // Spans: DMA then DMA32, back to back; empty zones left out.
         let spans = zone_spans(&z);
         assert_eq!(spans.count, 2);

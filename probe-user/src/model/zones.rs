@@ -43,6 +43,10 @@ pub struct ZoneEnd {
     pub active_anon: u64,
     pub inactive_file: u64,
     pub active_file: u64,
+    /// The largest lowmem_reserve (zoneinfo `protection:`): pages kept
+    /// back from allocations that could use a higher zone.
+    #[serde(default)]
+    pub lowmem_reserve: u64,
 }
 
 /// One zone type, every node together: the /proc/vmstat per-zone event

@@ -141,6 +141,7 @@ fn zone_row(totals: &KernelTotals, z: &ZoneSample, zid: u32, page_alloc: bool) -
             active_anon: z.active_anon,
             inactive_file: z.inactive_file,
             active_file: z.active_file,
+            lowmem_reserve: z.lowmem_reserve,
         }),
         ..Default::default()
     }

@@ -121,23 +121,28 @@ fn lru_sizes(o: &mut String, report: &RunReport) -> Result {
     if rows.iter().all(|z| z.end.is_none()) {
         return Ok(());
     }
-    writeln!(o, "  pages at the end (zoneinfo: free, nr_zone_<lru>)")?;
     writeln!(
         o,
-        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "zone", "free", "in.anon", "act.anon", "in.file", "act.file"
+        "  pages at the end (zoneinfo: free, nr_zone_<lru>; reserve: the\n  \
+         largest lowmem_reserve, kept from higher-zone allocations)"
+    )?;
+    writeln!(
+        o,
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "zone", "free", "in.anon", "act.anon", "in.file", "act.file", "reserve"
     )?;
     for z in &rows {
         let Some(e) = &z.end else { continue };
         writeln!(
             o,
-            "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
             format!("{}/{}", z.node, z.zone),
             e.free,
             e.inactive_anon,
             e.active_anon,
             e.inactive_file,
-            e.active_file
+            e.active_file,
+            e.lowmem_reserve
         )?;
     }
     Ok(())
