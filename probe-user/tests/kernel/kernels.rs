@@ -106,6 +106,16 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
             "{r} not in the comparison:\n{compare}"
         );
     }
+    // The seed mails' table: a row per kernel, printed and kept.
+    let table = std::fs::read_to_string(out_dir.join("table.txt")).expect("table.txt");
+    assert!(compare.contains(&table), "{compare}");
+    assert!(table.starts_with("elapsed seconds per kernel"), "{table}");
+    for r in &releases {
+        assert!(
+            table.lines().any(|l| l.starts_with(r.as_str())),
+            "{r} has no row:\n{table}"
+        );
+    }
     crate::guards::assert_mglru_guarded(&compare, &out_dir);
 }
 

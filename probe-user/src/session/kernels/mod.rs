@@ -91,6 +91,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     for (i, (spec, kernel)) in opts.kernels.iter().zip(&resolved).enumerate() {
         outcomes.push(run_one(&exe, opts, &out, i, spec, kernel.as_ref())?);
     }
+    kernels_table(&outcomes, &out);
     compare_kernels(&exe, &outcomes, &out)?;
     eprintln!("vmtrace: everything is in {}", out.display());
     let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
@@ -144,6 +145,25 @@ fn run_one(
         (None, None) => {}
     }
     Ok(outcome)
+}
+
+/// The seed mails' table: kernels as rows, the swept values (or one
+/// `elapsed s` column) as columns; printed and kept as table.txt.
+fn kernels_table(outcomes: &[Outcome], out: &Path) {
+    let read: Vec<(String, crate::model::recording::Recording)> = outcomes
+        .iter()
+        .filter_map(|o| o.recording.as_ref())
+        .filter_map(|p| crate::model::recording::Recording::read(p).ok())
+        .map(|r| (r.environment.kernel_release.clone(), r))
+        .collect();
+    if read.is_empty() {
+        return;
+    }
+    let pairs: Vec<(String, &crate::model::recording::Recording)> =
+        read.iter().map(|(k, r)| (k.clone(), r)).collect();
+    let text = crate::view::report::KernelsTable::of(&pairs).to_text();
+    let _ = std::fs::write(out.join("table.txt"), &text);
+    println!("{text}");
 }
 
 /// `vmtrace compare` of the kernels that gave a recording (two at

@@ -67,7 +67,7 @@ mod runs;
 mod text;
 
 pub use probes::probes_text;
-pub use runs::{RunsColumn, RunsTable};
+pub use runs::{KernelsRow, KernelsTable, RunsColumn, RunsTable};
 
 /// Terminal colour for report text: headings (lines that start at the
 /// first column) bold, OOM and incomplete-recording lines red.
@@ -348,6 +348,51 @@ mod tests {
         );
         assert!(text.contains("       3        OOM          -"), "{text}");
         assert!(text.contains("1 of 6 runs failed"), "{text}");
+
+        // Across kernels: a row per recording, the values as columns.
+        let rec = |release: &str, reports: &[(&str, &RunReport)]| {
+            let mut r = crate::model::recording::Recording::new(
+                crate::model::recording::Workload::default(),
+                crate::model::recording::environment::Environment::default(),
+            );
+            r.environment.kernel_release = release.into();
+            for (label, report) in reports {
+                r.runs.push(crate::model::recording::RecordedRun {
+                    label: label.to_string(),
+                    report: (*report).clone(),
+                });
+            }
+            r
+        };
+        let a = rec(
+            "6.1.0-57-amd64",
+            &[("-j5", &runs[0]), ("-j5", &runs[1]), ("-j10", &fast[0])],
+        );
+        let b = rec(
+            "6.12.57+deb12-amd64",
+            &[("-j5", &runs[2]), ("-j5", &runs[3])],
+        );
+        let k = KernelsTable::of(&[
+            ("6.1.0-57-amd64".into(), &a),
+            ("6.12.57+deb12-amd64".into(), &b),
+        ]);
+        assert_eq!(k.labels, ["-j5", "-j10"]);
+        let ktext = k.to_text();
+        assert!(
+            ktext.contains("6.1.0-57-amd64        11.00 +-1.41           5.00"),
+            "{ktext}"
+        );
+        assert!(
+            ktext.contains("6.12.57+deb12-amd64          14.00              -"),
+            "{ktext}"
+        );
+        assert!(
+            ktext.contains("6.12.57+deb12-amd64 -j5: 1 of 2 failed (OOM)"),
+            "{ktext}"
+        );
+        for l in ktext.lines() {
+            assert!(l.is_ascii() && l.len() <= 72, "{l:?}");
+        }
         assert!(text.contains("    mean      12.00       6.00"), "{text}");
     }
 }

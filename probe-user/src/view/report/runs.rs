@@ -67,6 +67,130 @@ impl RunsColumn {
     }
 }
 
+/// The seed mails' table across kernels: a row per kernel (one
+/// recording each), a column per swept value (`-j5`; `elapsed s`
+/// without a sweep), each cell the mean elapsed seconds and standard
+/// deviation of the runs that completed; failed runs are counted under
+/// the table, never averaged in.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelsTable {
+    /// Column labels, in the order they first appear.
+    pub labels: Vec<String>,
+    pub rows: Vec<KernelsRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelsRow {
+    /// The kernel release (or the name the caller gave the recording).
+    pub kernel: String,
+    /// One per label; None where this kernel has no run of it.
+    pub cells: Vec<Option<RunsColumn>>,
+}
+
+impl KernelsTable {
+    /// From (kernel, recording) pairs.
+    pub fn of(recordings: &[(String, &crate::model::recording::Recording)]) -> KernelsTable {
+        let tables: Vec<(String, RunsTable)> = recordings
+            .iter()
+            .map(|(k, r)| (k.clone(), RunsTable::of_recording(r)))
+            .collect();
+        let mut labels: Vec<String> = Vec::new();
+        for (_, t) in &tables {
+            for c in &t.columns {
+                if !labels.contains(&c.label) {
+                    labels.push(c.label.clone());
+                }
+            }
+        }
+        let rows = tables
+            .into_iter()
+            .map(|(kernel, t)| KernelsRow {
+                kernel,
+                cells: labels
+                    .iter()
+                    .map(|l| t.columns.iter().find(|c| &c.label == l).cloned())
+                    .collect(),
+            })
+            .collect();
+        KernelsTable { labels, rows }
+    }
+
+    /// Plain text within 72 columns: three value columns a block.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "elapsed seconds per kernel: mean +-stddev of the runs that completed"
+        );
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.kernel.len())
+            .max()
+            .unwrap_or(6)
+            .clamp(6, 24);
+        for block in (0..self.labels.len()).collect::<Vec<_>>().chunks(3) {
+            let mut head = format!("{:<width$}", "kernel");
+            for &i in block {
+                let _ = write!(head, " {:>14}", self.labels[i]);
+            }
+            let _ = writeln!(o, "{head}");
+            for r in &self.rows {
+                let name: String = r.kernel.chars().take(width).collect();
+                let mut line = format!("{name:<width$}");
+                for &i in block {
+                    let cell = match &r.cells[i] {
+                        Some(c) => match (c.mean_s, c.stddev_s) {
+                            (Some(m), Some(sd)) => format!("{m:.2} +-{sd:.2}"),
+                            (Some(m), None) => format!("{m:.2}"),
+                            (None, _) => "failed".into(),
+                        },
+                        None => "-".into(),
+                    };
+                    let _ = write!(line, " {cell:>14}");
+                }
+                let _ = writeln!(o, "{line}");
+            }
+        }
+        for line in self.failures() {
+            let _ = writeln!(o, "{line}");
+        }
+        o
+    }
+
+    /// `  runs: 3 a cell` or what failed where: `  6.1.0-x -j15: 1 of 3
+    /// failed (OOM)`.
+    fn failures(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut counts: Vec<usize> = Vec::new();
+        for r in &self.rows {
+            for (c, label) in r.cells.iter().zip(&self.labels) {
+                let Some(c) = c else { continue };
+                counts.push(c.failures.len());
+                let failed: Vec<&String> = c.failures.iter().flatten().collect();
+                if !failed.is_empty() {
+                    let mut why: Vec<&str> = failed.iter().map(|f| f.as_str()).collect();
+                    why.dedup();
+                    lines.push(format!(
+                        "  {} {label}: {} of {} failed ({})",
+                        r.kernel,
+                        failed.len(),
+                        c.failures.len(),
+                        why.join(", ")
+                    ));
+                }
+            }
+        }
+        counts.sort_unstable();
+        counts.dedup();
+        let runs = match counts.as_slice() {
+            [n] => format!("  runs: {n} a cell"),
+            _ => "  runs: as many as each kernel recorded".to_string(),
+        };
+        std::iter::once(runs).chain(lines).collect()
+    }
+}
+
 impl RunsTable {
     /// One column per (label, runs of that configuration).
     pub fn of(columns: &[(String, Vec<&RunReport>)]) -> RunsTable {
