@@ -163,17 +163,7 @@ impl ThpCounters {
 
     /// Something happened: a THP fault, fallback, swap-out or split.
     pub fn any(&self) -> bool {
-        let per_size = self.sizes.iter().any(|s| {
-            [
-                s.anon_fault_alloc,
-                s.anon_fault_fallback,
-                s.swpout,
-                s.swpout_fallback,
-            ]
-            .iter()
-            .any(|v| v.unwrap_or(0) > 0)
-        });
-        per_size
+        self.sizes.iter().any(MthpSizeCounters::any)
             || [
                 self.fault_alloc,
                 self.fault_fallback,
@@ -184,6 +174,20 @@ impl ThpCounters {
             ]
             .iter()
             .any(|v| v.unwrap_or(0) > 0)
+    }
+}
+
+impl MthpSizeCounters {
+    /// Something happened at this size: a fault, fallback or swap-out.
+    pub fn any(&self) -> bool {
+        [
+            self.anon_fault_alloc,
+            self.anon_fault_fallback,
+            self.swpout,
+            self.swpout_fallback,
+        ]
+        .iter()
+        .any(|v| v.unwrap_or(0) > 0)
     }
 }
 

@@ -201,34 +201,28 @@ pub struct Sample {
 /// Per zone: seconds spent below the low and the min watermark, judged
 /// from the samples (each sample stands for the interval before it).
 pub fn time_below(samples: &[Sample]) -> Vec<(u32, String, f64, f64)> {
-    let mut out: Vec<(u32, String, f64, f64)> = Vec::new();
-    let mut prev_t = 0.0;
-    for s in samples {
-        let dt = (s.t_s - prev_t).max(0.0);
-        prev_t = s.t_s;
-        for z in s.zones.iter().filter(|z| z.managed > 0) {
-            let i = match out.iter().position(|o| o.0 == z.node && o.1 == z.zone) {
-                Some(i) => i,
-                None => {
-                    out.push((z.node, z.zone.clone(), 0.0, 0.0));
-                    out.len() - 1
-                }
-            };
-            if z.free < z.low {
-                out[i].2 += dt;
-            }
-            if z.free < z.min {
-                out[i].3 += dt;
-            }
-        }
-    }
-    out
+    zone_seconds(samples, [|z| z.free < z.low, |z| z.free < z.min])
+        .into_iter()
+        .map(|(n, z, [low, min])| (n, z, low, min))
+        .collect()
 }
 
 /// Per zone: seconds with a watermark boost in force (boost > 0),
 /// judged from the samples as [`time_below`] does.
 pub fn time_boosted(samples: &[Sample]) -> Vec<(u32, String, f64)> {
-    let mut out: Vec<(u32, String, f64)> = Vec::new();
+    zone_seconds(samples, [|z| z.boost > 0])
+        .into_iter()
+        .map(|(n, z, [s])| (n, z, s))
+        .collect()
+}
+
+/// Per populated zone, the seconds each condition held: a sample stands
+/// for the interval before it.
+fn zone_seconds<const N: usize>(
+    samples: &[Sample],
+    conditions: [fn(&ZoneSample) -> bool; N],
+) -> Vec<(u32, String, [f64; N])> {
+    let mut out: Vec<(u32, String, [f64; N])> = Vec::new();
     let mut prev_t = 0.0;
     for s in samples {
         let dt = (s.t_s - prev_t).max(0.0);
@@ -237,12 +231,14 @@ pub fn time_boosted(samples: &[Sample]) -> Vec<(u32, String, f64)> {
             let i = match out.iter().position(|o| o.0 == z.node && o.1 == z.zone) {
                 Some(i) => i,
                 None => {
-                    out.push((z.node, z.zone.clone(), 0.0));
+                    out.push((z.node, z.zone.clone(), [0.0; N]));
                     out.len() - 1
                 }
             };
-            if z.boost > 0 {
-                out[i].2 += dt;
+            for (secs, holds) in out[i].2.iter_mut().zip(conditions) {
+                if holds(z) {
+                    *secs += dt;
+                }
             }
         }
     }
@@ -350,5 +346,10 @@ mod tests {
             .collect();
         let below = time_below(&samples);
         assert_eq!(below, vec![(0, "Normal".to_string(), 2.0, 1.0)]);
+        // Boosted in the second and third intervals: 2 s.
+        let mut boosted = samples;
+        boosted[1].zones[0].boost = 8;
+        boosted[2].zones[0].boost = 3;
+        assert_eq!(time_boosted(&boosted), vec![(0, "Normal".to_string(), 2.0)]);
     }
 }

@@ -81,20 +81,7 @@ pub(super) fn thp(o: &mut String, report: &RunReport) -> Result {
         "thp_collapse_alloc",
     )?;
     row(o, "split", t.split_page, "thp_split_page")?;
-    let sizes: Vec<_> = t
-        .sizes
-        .iter()
-        .filter(|s| {
-            [
-                s.anon_fault_alloc,
-                s.anon_fault_fallback,
-                s.swpout,
-                s.swpout_fallback,
-            ]
-            .iter()
-            .any(|v| v.unwrap_or(0) > 0)
-        })
-        .collect();
+    let sizes: Vec<_> = t.sizes.iter().filter(|s| s.any()).collect();
     if sizes.is_empty() {
         return Ok(());
     }
