@@ -167,6 +167,7 @@ fn per_node(r: &Value, zb: &Zoneinfo, za: &Zoneinfo, all: u64) {
             ("active_anon", "nr_zone_active_anon"),
             ("inactive_file", "nr_zone_inactive_file"),
             ("active_file", "nr_zone_active_file"),
+            ("lowmem_reserve", "protection_max"),
         ] {
             let ours = z["end"][field].as_u64().expect(field);
             let theirs = g(a, src);
@@ -210,6 +211,18 @@ fn zoneinfo(text: &str) -> Zoneinfo {
             let key = (node.trim().parse().expect("node"), zone.trim().to_string());
             out.insert(key.clone(), BTreeMap::new());
             cur = Some(key);
+            continue;
+        }
+        // "protection: (0, 431, 431, 431, 431)": the largest entry.
+        if let (Some(list), Some(key)) = (line.trim().strip_prefix("protection:"), &cur) {
+            let max = list
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|n| n.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            out.get_mut(key)
+                .expect("zone")
+                .insert("protection_max".into(), max);
             continue;
         }
         let mut w = line.split_whitespace();
