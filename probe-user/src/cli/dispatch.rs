@@ -176,7 +176,16 @@ fn kernels_options(a: KernelsArgs) -> kernels::KernelsOptions {
         numa_nodes: a.numa_nodes,
         repeat: a.repeat,
         timeout: Duration::from_secs(a.timeout.max(10)),
-        kvm: a.kvm,
+        accel: match a.accel.as_str() {
+            "kvm" => kernels::Accel::Kvm,
+            "tcg" => kernels::Accel::Tcg,
+            _ => kernels::Accel::Auto,
+        },
+        storage: if a.storage == "9p" {
+            kernels::Storage::NineP
+        } else {
+            kernels::Storage::Image
+        },
         out: a.out,
         command: a.command,
     }

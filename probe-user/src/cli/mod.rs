@@ -104,12 +104,15 @@ sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json"
     /// Run the same job on other kernels, each booted in a QEMU guest
     /// with a small memory size, and compare them
     #[command(
-        long_about = "Boots each --kernel in a QEMU guest (TCG; --kvm where the host's \
-KVM runs stock kernels) with --mem of memory (the modern mem=64M), the host's root \
-shared read-only, a scratch disk for /var/tmp and, with --swap, a swap disk; runs \
+        long_about = "Boots each --kernel in a QEMU guest (KVM where it runs stock \
+kernels, else TCG) with --mem of memory (the modern mem=64M; a list boots each kernel \
+at each size), the job's tools on a read-only disk image built once from the host's \
+files and identical for every kernel (--storage), the host's root shared read-only \
+under it, a scratch disk for /var/tmp and, with --swap, a swap disk; runs \
 this very vmtrace binary inside with the `run ...` given after --, brings the \
-recording home (labelled with the guest's kernel release), and ends with `vmtrace \
-compare` of the kernels. `--kernel host` runs the same command on the host, for \
+recording home (labelled with the guest's kernel release), and ends with the seed \
+mails' table (kernels as rows, sweep values and sizes as columns) and `vmtrace \
+compare` of the kernels, column by column. `--kernel host` runs the same command on the host, for \
 reference. Each kernel's directory keeps its recording, vmtrace's output and the \
 guest's console log; a guest that panics, hangs (--timeout) or does not boot is \
 reported with its last console lines, and the other kernels still run. Under TCG \
@@ -119,6 +122,7 @@ into /var/cache/vmtrace/kernels, never installed.",
         after_help = "Examples:\n  \
 sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 --mem 512M -- run qsbench -m 200 --mem 128M --swap 1G\n  \
 sudo vmtrace kernels --kernel /boot/vmlinuz-6.1.0-57-amd64 --kernel host -- run build -j 4\n  \
+sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 --mem 256M --repeat 3 -- run build --no-box -j 5,10,15\n  \
 sudo vmtrace kernels --kernel ./bzImage:./modules/6.13.0 --swap 1G -- run memhog"
     )]
     Kernels(KernelsArgs),
@@ -367,9 +371,11 @@ pub struct KernelsArgs {
     /// `host` (no guest: this machine)
     #[arg(long = "kernel", value_name = "K", required = true)]
     pub kernels: Vec<String>,
-    /// Guest memory (the modern mem=...)
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
-    pub mem: u64,
+    /// Guest memory (the modern mem=...); a comma list (512M,384M,256M)
+    /// boots each kernel once per size, a table column each: the same
+    /// job at shrinking memory until it thrashes or is OOM-killed
+    #[arg(long, value_name = "SIZE[,SIZE...]", default_value = "1G", value_delimiter = ',', value_parser = parse_size)]
+    pub mem: Vec<u64>,
     /// Give the guest a swap disk of SIZE, active before the run
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub swap: Option<u64>,
@@ -390,9 +396,16 @@ pub struct KernelsArgs {
     /// Seconds a guest may take, boot to power-off, before it is killed
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
     pub timeout: u64,
-    /// Use KVM instead of TCG (where the host's KVM runs stock kernels)
-    #[arg(long)]
-    pub kvm: bool,
+    /// auto: KVM where it runs stock kernels (/dev/kvm and vmx or svm in
+    /// the CPU flags; a PVM host has neither flag), else TCG
+    #[arg(long, value_name = "ACCEL", default_value = "auto", value_parser = ["auto", "kvm", "tcg"])]
+    pub accel: String,
+    /// image: the job's tools (the host's /usr/bin, libraries, compiler,
+    /// /etc, vmtrace) on a read-only ext4 disk built once and given to
+    /// every guest, the host root (9p) under it for anything else; 9p:
+    /// every file over 9p, whose client differs between kernels
+    #[arg(long, value_name = "STORAGE", default_value = "image", value_parser = ["image", "9p"])]
+    pub storage: String,
     /// Directory for the results [default: ./vmtrace-kernels-UTCTIME]
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,

@@ -73,13 +73,22 @@ pub(super) fn compare_command(
             recordings: recs.iter().collect(),
         })
         .collect();
-    let cmp = crate::view::compare::compare(&inputs, force)?;
+    let (columns, skipped) = crate::view::compare::columns::compare_columns(&inputs, force)?;
     if let Some(path) = svg {
-        write_plots(path, &cmp, &inputs)?;
+        if columns.len() > 1 {
+            eprintln!(
+                "vmtrace: --svg plots the first sweep value ({}) only",
+                columns[0].sweep_value
+            );
+        }
+        write_plots(path, &columns[0].comparison, &inputs)?;
     }
-    let text = || crate::view::compare::text::render(&cmp, detail);
+    let text = || crate::view::compare::columns::render(&columns, &skipped, detail);
     match format {
-        "json" => println!("{}", serde_json::to_string_pretty(&cmp)?),
+        "json" => println!(
+            "{}",
+            crate::view::compare::columns::to_json(&columns, &skipped)?
+        ),
         "auto" if colour_on_stdout() => {
             print!("{}", crate::view::report::colourize(&text()));
         }

@@ -68,6 +68,11 @@ pub struct Environment {
     /// job ran in, from /proc/self/mountinfo.
     #[serde(default)]
     pub job_fs: Option<String>,
+    /// In a `vmtrace kernels` guest: what the job's files were read
+    /// from (the guest image on a block device, or 9p), as the guest's
+    /// job said (VMTRACE_GUEST_STORAGE); None on a machine of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_storage: Option<String>,
 }
 
 /// Which waits the kernel's per-task delay accounting (kernel/delayacct.c,
@@ -173,6 +178,9 @@ impl Environment {
             job_fs: std::env::current_dir()
                 .ok()
                 .and_then(|cwd| fs_type_of(&read("proc/self/mountinfo").unwrap_or_default(), &cwd)),
+            guest_storage: std::env::var("VMTRACE_GUEST_STORAGE")
+                .ok()
+                .filter(|s| !s.is_empty()),
         }
     }
 
@@ -212,6 +220,13 @@ impl Environment {
         }
         if let (Some(a), Some(b)) = (&self.job_fs, &other.job_fs) {
             cmp("job file system", a.clone(), b.clone());
+        }
+        if self.guest_storage.is_some() || other.guest_storage.is_some() {
+            cmp(
+                "guest storage",
+                opt(&self.guest_storage),
+                opt(&other.guest_storage),
+            );
         }
         out
     }

@@ -1,8 +1,9 @@
 //! The guest's initramfs: a static busybox, the kernel modules the guest
-//! needs to reach its disks and the host (virtio, 9p, ext4; decompressed
+//! needs to reach its disks and the host (virtio, 9p, ext4, overlay; decompressed
 //! on the host, in dependency order), and an /init that mounts the
-//! host's root read-only over 9p, the job directory read-write, and
-//! runs the job script inside the host root with chroot.
+//! host's root read-only over 9p (under the guest image, when given:
+//! `vmtrace.root=` on the command line, an overlay), the job directory
+//! read-write, and runs the job script inside that root with chroot.
 
 use std::{
     collections::BTreeMap,
@@ -23,6 +24,7 @@ const WANTED: &[&str] = &[
     "crc32c_generic",
     "crc32c_intel",
     "ext4",
+    "overlay",
 ];
 
 /// Where, inside the host root, the job directory is mounted in the guest
@@ -197,9 +199,25 @@ fail() { echo "vmtrace-guest: FAILED: $*"; sync; poweroff -f; }
 for m in /modules/*.ko; do
   [ -e "$m" ] && { insmod "$m" 2>/dev/null || echo "vmtrace-guest: insmod $m failed"; }
 done
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /host \
-  || fail "mounting the host root over 9p"
+ROOTIMG= ; SWAP=
+for a in $(cat /proc/cmdline); do
+  case "$a" in
+    vmtrace.root=*) ROOTIMG=${a#vmtrace.root=} ;;
+    vmtrace.swap=*) SWAP=${a#vmtrace.swap=} ;;
+  esac
+done
 H=/host
+if [ -n "$ROOTIMG" ]; then
+  mkdir -p /host9p /image
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /host9p \
+    || fail "mounting the host root over 9p"
+  mount -t ext4 -o ro,noload "$ROOTIMG" /image || fail "mounting the guest image $ROOTIMG"
+  mount -t overlay overlay -o ro,lowerdir=/image:/host9p $H \
+    || fail "mounting the guest image over the host root (overlay)"
+else
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot $H \
+    || fail "mounting the host root over 9p"
+fi
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 job $H/mnt \
   || fail "mounting the job directory over 9p"
 mount -t proc proc $H/proc
@@ -209,7 +227,7 @@ mount -t tmpfs tmp $H/tmp
 mount -t tmpfs run $H/run
 mount -t cgroup2 cgroup2 $H/sys/fs/cgroup || fail "mounting cgroup2"
 mount -t ext4 /dev/vda $H/var/tmp || fail "mounting the scratch disk"
-[ -b /dev/vdb ] && { swapon /dev/vdb || fail "swapon of the swap disk"; }
+[ -n "$SWAP" ] && { swapon "$SWAP" || fail "swapon of the swap disk $SWAP"; }
 echo "vmtrace-guest: $(uname -r) up, $(grep MemTotal /proc/meminfo)"
 chroot $H /bin/sh /mnt/guest.sh
 echo "vmtrace-guest: job ended with status $?"
@@ -282,14 +300,14 @@ impl Cpio {
 }
 
 /// Writes the job script the guest runs inside the host root.
-pub fn write_job_script(job: &Path, lines: &[String]) -> Result<()> {
+pub fn write_job_script(job: &Path, cwd: &str, lines: &[String]) -> Result<()> {
     let mut f = std::fs::File::create(job.join("guest.sh"))?;
     writeln!(
         f,
         "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     )?;
     writeln!(f, "export HOME=/tmp TMPDIR=/tmp")?;
-    writeln!(f, "cd {GUEST_JOB_DIR}")?;
+    writeln!(f, "cd {cwd}")?;
     for l in lines {
         writeln!(f, "{l}")?;
     }

@@ -5,16 +5,20 @@
 //! - `image`: which kernel (a path, or a Debian package unpacked into a
 //!   cache);
 //! - `initramfs`: busybox, the guest's modules, /init;
+//! - `rootimg`: the job's files on a block device, one image for all;
 //! - `qemu`: the guest's disks, the command line, the timeout.
 //!
-//! The guest runs the host's own vmtrace binary (copied into the job
-//! directory) inside the host's root, shared read-only over 9p; the job
-//! directory (9p, read-write) receives the recording, vmtrace's output and
-//! the exit status; the serial console goes to console.log beside them.
+//! The guest runs the host's own vmtrace binary from the guest image (a
+//! read-only ext4 disk of the host's tools, over the host root shared
+//! read-only over 9p; `--storage 9p`: the host root alone, vmtrace copied
+//! into the job directory); the job directory (9p, read-write) receives
+//! the recording, vmtrace's output and the exit status; the serial
+//! console goes to console.log beside them.
 
 pub mod image;
 pub mod initramfs;
 pub mod qemu;
+pub mod rootimg;
 
 use std::{
     path::{Path, PathBuf},
@@ -24,13 +28,37 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
-use crate::session::preflight;
+use crate::{
+    model::recording::Recording,
+    session::preflight,
+    view::compare::{GroupInput, columns},
+};
+
+/// Where the guest's files come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// The job's tools on a read-only block-device image (rootimg), the
+    /// same for every kernel; the host root over 9p under it.
+    Image,
+    /// The host root over 9p only (every file read through 9p).
+    NineP,
+}
+
+/// Which QEMU accelerator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM where it runs stock kernels (`qemu::kvm_runs_stock_kernels`),
+    /// else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
 
 #[derive(Clone, Debug)]
 pub struct KernelsOptions {
     pub kernels: Vec<String>,
-    /// Guest memory.
-    pub mem: u64,
+    /// Guest memory sizes: each kernel is booted once per size.
+    pub mem: Vec<u64>,
     /// A swap disk of this size, active in the guest before the run.
     pub swap: Option<u64>,
     /// The guest's /var/tmp (ext4): room for `run --swap` swapfiles.
@@ -40,7 +68,8 @@ pub struct KernelsOptions {
     pub numa_nodes: u32,
     pub repeat: u32,
     pub timeout: Duration,
-    pub kvm: bool,
+    pub accel: Accel,
+    pub storage: Storage,
     pub out: Option<PathBuf>,
     /// `run ...`: what vmtrace runs in each guest.
     pub command: Vec<String>,
@@ -49,6 +78,8 @@ pub struct KernelsOptions {
 /// What one kernel gave.
 pub struct Outcome {
     pub spec: String,
+    /// The guest memory (None: the host).
+    pub mem: Option<u64>,
     pub dir: PathBuf,
     pub recording: Option<PathBuf>,
     pub problem: Option<String>,
@@ -81,21 +112,65 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let exe = std::env::current_exe().context("finding the vmtrace binary")?;
-    if !opts.kvm {
+    let kvm = match opts.accel {
+        Accel::Kvm => true,
+        Accel::Tcg => false,
+        Accel::Auto => qemu::kvm_runs_stock_kernels(),
+    };
+    if !kvm {
         eprintln!(
             "vmtrace: guests run under TCG (emulation, no KVM): their wall times are \
              several times the host's and not comparable with it; their counters are real"
         );
     }
+    let root_image = match opts.storage {
+        Storage::Image if resolved.iter().any(Option::is_some) => {
+            eprintln!("vmtrace: building the guests' image of the host's tools");
+            let img = rootimg::build(&exe, &out.join("guest-root.img"))?;
+            eprintln!("vmtrace: guest files: {}", img.description);
+            Some(img)
+        }
+        _ => None,
+    };
+    let guest = GuestSetup {
+        kvm,
+        root_image: root_image.as_ref(),
+    };
     let mut outcomes = Vec::new();
-    for (i, (spec, kernel)) in opts.kernels.iter().zip(&resolved).enumerate() {
-        outcomes.push(run_one(&exe, opts, &out, i, spec, kernel.as_ref())?);
+    let mut i = 0;
+    for (spec, kernel) in opts.kernels.iter().zip(&resolved) {
+        // The host has no guest memory: it runs once.
+        let mems: Vec<Option<u64>> = match kernel {
+            None => vec![None],
+            Some(_) => opts.mem.iter().copied().map(Some).collect(),
+        };
+        for mem in mems {
+            i += 1;
+            outcomes.push(run_one(
+                &exe,
+                opts,
+                &guest,
+                &out,
+                i,
+                spec,
+                kernel.as_ref(),
+                mem,
+            )?);
+        }
     }
-    kernels_table(&outcomes, &out);
-    compare_kernels(&exe, &outcomes, &out)?;
+    drop(root_image);
+    let merged = merged_by_kernel(&outcomes, opts.mem.len() > 1);
+    kernels_table(&merged, &out);
+    compare_kernels(&merged, &out);
     eprintln!("vmtrace: everything is in {}", out.display());
     let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
     Ok(i32::from(failed > 0))
+}
+
+/// What every guest of one `kernels` shares.
+struct GuestSetup<'a> {
+    kvm: bool,
+    root_image: Option<&'a rootimg::RootImage>,
 }
 
 /// The guest's command must be `run ...`, and leave -o to `kernels`.
@@ -114,27 +189,34 @@ fn check_guest_command(command: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The `i`th kernel's run, in its own directory under `out`; a failure
-/// is its outcome's problem, said on stderr, and the next kernel runs.
+/// The `i`th guest's run, in its own directory under `out`; a failure
+/// is its outcome's problem, said on stderr, and the next one runs.
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     exe: &Path,
     opts: &KernelsOptions,
+    guest: &GuestSetup,
     out: &Path,
     i: usize,
     spec: &str,
     kernel: Option<&image::Kernel>,
+    mem: Option<u64>,
 ) -> Result<Outcome> {
     let name = kernel
         .and_then(|k| k.release.clone())
         .unwrap_or_else(|| spec.replace(['/', ':'], "_"));
-    let dir = out.join(format!("{}-{name}", i + 1));
+    let dir = match mem {
+        Some(m) if opts.mem.len() > 1 => out.join(format!("{i}-{name}-{}M", m >> 20)),
+        _ => out.join(format!("{i}-{name}")),
+    };
     std::fs::create_dir_all(&dir)?;
-    let outcome = match kernel {
-        None => run_on_host(exe, opts, spec, &dir),
-        Some(k) => run_in_guest(exe, opts, k, &dir),
+    let outcome = match (kernel, mem) {
+        (Some(k), Some(m)) => run_in_guest(exe, opts, guest, k, m, &dir),
+        _ => run_on_host(exe, opts, spec, &dir),
     };
     let outcome = outcome.unwrap_or_else(|e| Outcome {
         spec: spec.to_string(),
+        mem,
         dir: dir.clone(),
         recording: None,
         problem: Some(format!("{e:#}")),
@@ -147,51 +229,64 @@ fn run_one(
     Ok(outcome)
 }
 
+/// The recordings read back, one per kernel: with several guest memory
+/// sizes, a kernel's recordings are joined and each run's label (its
+/// sweep value) gets the size in front (`256M -j4`), so that a table
+/// column and a compare are one size and one sweep value.
+fn merged_by_kernel(outcomes: &[Outcome], mem_sweep: bool) -> Vec<(String, Recording)> {
+    let mut merged: Vec<(String, Recording)> = Vec::new();
+    for o in outcomes {
+        let Some(mut rec) = o.recording.as_ref().and_then(|p| Recording::read(p).ok()) else {
+            continue;
+        };
+        if let (true, Some(m)) = (mem_sweep, o.mem) {
+            for run in &mut rec.runs {
+                run.label = format!("{}M {}", m >> 20, run.label).trim_end().to_string();
+            }
+        }
+        let kernel = rec.environment.kernel_release.clone();
+        match merged.iter_mut().find(|(k, _)| *k == kernel) {
+            Some((_, r)) => r.runs.append(&mut rec.runs),
+            None => merged.push((kernel, rec)),
+        }
+    }
+    merged
+}
+
 /// The seed mails' table: kernels as rows, the swept values (or one
 /// `elapsed s` column) as columns; printed and kept as table.txt.
-fn kernels_table(outcomes: &[Outcome], out: &Path) {
-    let read: Vec<(String, crate::model::recording::Recording)> = outcomes
-        .iter()
-        .filter_map(|o| o.recording.as_ref())
-        .filter_map(|p| crate::model::recording::Recording::read(p).ok())
-        .map(|r| (r.environment.kernel_release.clone(), r))
-        .collect();
-    if read.is_empty() {
+fn kernels_table(merged: &[(String, Recording)], out: &Path) {
+    if merged.is_empty() {
         return;
     }
-    let pairs: Vec<(String, &crate::model::recording::Recording)> =
-        read.iter().map(|(k, r)| (k.clone(), r)).collect();
+    let pairs: Vec<(String, &Recording)> = merged.iter().map(|(k, r)| (k.clone(), r)).collect();
     let text = crate::view::report::KernelsTable::of(&pairs).to_text();
     let _ = std::fs::write(out.join("table.txt"), &text);
     println!("{text}");
 }
 
-/// `vmtrace compare` of the kernels that gave a recording (two at
-/// least), printed and kept as compare.txt.
-fn compare_kernels(exe: &Path, outcomes: &[Outcome], out: &Path) -> Result<()> {
-    let recordings: Vec<&PathBuf> = outcomes
+/// The compare of the kernels (two at least), one per table column:
+/// printed and kept as compare.txt.
+fn compare_kernels(merged: &[(String, Recording)], out: &Path) {
+    if merged.len() < 2 {
+        return;
+    }
+    let inputs: Vec<GroupInput> = merged
         .iter()
-        .filter_map(|o| o.recording.as_ref())
+        .map(|(k, r)| GroupInput {
+            label: Some(k.clone()),
+            files: vec![k.clone()],
+            recordings: vec![r],
+        })
         .collect();
-    if recordings.len() < 2 {
-        return Ok(());
-    }
-    let mut c = Command::new(exe);
-    c.arg("compare").arg("--format").arg("text");
-    for (i, r) in recordings.iter().enumerate() {
-        if i > 0 {
-            c.arg("--vs");
+    match columns::compare_columns(&inputs, true) {
+        Ok((cols, skipped)) => {
+            let text = columns::render(&cols, &skipped, false);
+            let _ = std::fs::write(out.join("compare.txt"), &text);
+            print!("{text}");
         }
-        c.arg(r);
+        Err(e) => eprintln!("vmtrace: no compare of the kernels: {e:#}"),
     }
-    let cmp = c.output().context("running vmtrace compare")?;
-    let text = String::from_utf8_lossy(&cmp.stdout).into_owned();
-    let _ = std::fs::write(out.join("compare.txt"), &text);
-    print!("{text}");
-    if !cmp.status.success() {
-        eprint!("{}", String::from_utf8_lossy(&cmp.stderr));
-    }
-    Ok(())
 }
 
 /// The host kernel, for reference: the same command run here.
@@ -208,6 +303,7 @@ fn run_on_host(exe: &Path, opts: &KernelsOptions, spec: &str, dir: &Path) -> Res
         .context("running vmtrace on the host")?;
     Ok(Outcome {
         spec: spec.into(),
+        mem: None,
         dir: dir.into(),
         recording: recording.is_file().then_some(recording),
         problem: (!status.success()).then(|| format!("vmtrace run ended with {status}")),
@@ -219,40 +315,50 @@ fn run_on_host(exe: &Path, opts: &KernelsOptions, spec: &str, dir: &Path) -> Res
 fn run_in_guest(
     exe: &Path,
     opts: &KernelsOptions,
+    setup: &GuestSetup,
     k: &image::Kernel,
+    mem: u64,
     dir: &Path,
 ) -> Result<Outcome> {
     let release = k.release.clone().unwrap_or_else(|| k.spec.clone());
     eprintln!(
         "vmtrace: booting {release} ({} MiB, {} CPU(s), {} NUMA node(s), {})",
-        opts.mem >> 20,
+        mem >> 20,
         opts.cpus,
         opts.numa_nodes,
-        if opts.kvm { "KVM" } else { "TCG" }
+        if setup.kvm { "KVM" } else { "TCG" }
     );
     if k.modules.is_none() {
         eprintln!(
             "vmtrace: notice: no modules directory for {release}: the guest needs virtio, \
-             9p and ext4 built in"
+             9p, ext4 and overlay built in"
         );
     }
-    let files = GuestFiles::make(exe, opts, k, dir)?;
-    write_guest_job(opts, dir)?;
+    let files = GuestFiles::make(exe, opts, setup, k, dir)?;
+    write_guest_job(opts, setup, dir)?;
     let guest = qemu::Guest {
         image: &k.image,
         initramfs: &files.initrd,
         job: dir,
         scratch: &files.scratch,
+        root_image: setup.root_image.map(|r| r.path.as_path()),
         swap: files.swap.as_deref(),
-        mem_mib: opts.mem >> 20,
+        mem_mib: mem >> 20,
         cpus: opts.cpus,
         numa_nodes: opts.numa_nodes,
-        kvm: opts.kvm,
+        kvm: setup.kvm,
         console: dir.join("console.log"),
         timeout: opts.timeout,
     };
     let ended = guest.run()?;
     files.remove();
+    if let Some(read) = image_reads(dir) {
+        eprintln!(
+            "vmtrace: {release}: the job read {} from the guest image (block device) \
+             during its runs",
+            crate::model::units::human(read)
+        );
+    }
     let recording = dir.join("run.vmtrace.json");
     let status = std::fs::read_to_string(dir.join("status"))
         .ok()
@@ -263,25 +369,52 @@ fn run_in_guest(
     }
     Ok(Outcome {
         spec: k.spec.clone(),
+        mem: Some(mem),
         dir: dir.into(),
         recording: recording.is_file().then_some(recording),
         problem,
     })
 }
 
+/// Bytes the guest read from its image (vdb) between the job's two
+/// /proc/diskstats snapshots (diskstats.before, diskstats.after).
+pub fn image_reads(dir: &Path) -> Option<u64> {
+    let sectors = |name: &str| -> Option<u64> {
+        let text = std::fs::read_to_string(dir.join(name)).ok()?;
+        text.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"vdb")).then(|| f.get(5)?.parse().ok())?
+        })
+    };
+    Some((sectors("diskstats.after")? - sectors("diskstats.before")?) * 512)
+}
+
 /// The large files a guest needs, made in its job directory and removed
 /// after it (they are rebuilt every time).
 struct GuestFiles {
-    exe: PathBuf,
+    exe: Option<PathBuf>,
     initrd: PathBuf,
     scratch: PathBuf,
     swap: Option<PathBuf>,
 }
 
 impl GuestFiles {
-    fn make(exe: &Path, opts: &KernelsOptions, k: &image::Kernel, dir: &Path) -> Result<Self> {
-        let guest_exe = dir.join("vmtrace");
-        std::fs::copy(exe, &guest_exe).context("copying vmtrace into the job directory")?;
+    fn make(
+        exe: &Path,
+        opts: &KernelsOptions,
+        setup: &GuestSetup,
+        k: &image::Kernel,
+        dir: &Path,
+    ) -> Result<Self> {
+        // Without the image, vmtrace reaches the guest in its job directory.
+        let guest_exe = match setup.root_image {
+            Some(_) => None,
+            None => {
+                let p = dir.join("vmtrace");
+                std::fs::copy(exe, &p).context("copying vmtrace into the job directory")?;
+                Some(p)
+            }
+        };
         let initrd = dir.join("initramfs.cpio");
         initramfs::build(k.modules.as_deref(), &initrd)?;
         let scratch = dir.join("scratch.img");
@@ -303,7 +436,10 @@ impl GuestFiles {
     }
 
     fn remove(&self) {
-        for p in [&self.scratch, &self.initrd, &self.exe] {
+        for p in [Some(&self.scratch), Some(&self.initrd), self.exe.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             let _ = std::fs::remove_file(p);
         }
         if let Some(p) = &self.swap {
@@ -313,25 +449,40 @@ impl GuestFiles {
 }
 
 /// The guest's job: this vmtrace's `run ...` with its output, recording
-/// and exit status in the job directory.
-fn write_guest_job(opts: &KernelsOptions, dir: &Path) -> Result<()> {
+/// and exit status in the job directory, what the guest's files are on
+/// in the recording (VMTRACE_GUEST_STORAGE), and /proc/diskstats before
+/// and after. With the image the job runs in /var/tmp (ext4, the scratch
+/// disk), so that nothing it reads or writes goes through 9p.
+fn write_guest_job(opts: &KernelsOptions, setup: &GuestSetup, dir: &Path) -> Result<()> {
+    let d = initramfs::GUEST_JOB_DIR;
+    let (exe, cwd, storage) = match setup.root_image {
+        Some(img) => (
+            rootimg::GUEST_EXE.to_string(),
+            "/var/tmp",
+            img.description.clone(),
+        ),
+        None => (
+            format!("{d}/vmtrace"),
+            d,
+            "9p: the host root, read-only, for every file the job reads".to_string(),
+        ),
+    };
     let mut line = vec![
-        format!("{}/vmtrace", initramfs::GUEST_JOB_DIR),
+        exe,
         opts.command[0].clone(),
         "--progress plain".into(),
         format!("--repeat {}", opts.repeat),
-        format!("-o {}/run.vmtrace.json", initramfs::GUEST_JOB_DIR),
+        format!("-o {d}/run.vmtrace.json"),
     ];
     line.extend(opts.command[1..].iter().map(|a| shell_quote(a)));
     let job = [
-        format!(
-            "{} > {d}/stdout.txt 2> {d}/stderr.txt",
-            line.join(" "),
-            d = initramfs::GUEST_JOB_DIR
-        ),
-        format!("echo $? > {}/status", initramfs::GUEST_JOB_DIR),
+        format!("export VMTRACE_GUEST_STORAGE={}", shell_quote(&storage)),
+        format!("cat /proc/diskstats > {d}/diskstats.before"),
+        format!("{} > {d}/stdout.txt 2> {d}/stderr.txt", line.join(" ")),
+        format!("echo $? > {d}/status"),
+        format!("cat /proc/diskstats > {d}/diskstats.after"),
     ];
-    initramfs::write_job_script(dir, &job)
+    initramfs::write_job_script(dir, cwd, &job)
 }
 
 /// What went wrong in a guest, from how it ended and the exit status

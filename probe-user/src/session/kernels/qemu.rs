@@ -1,6 +1,7 @@
 //! Booting one guest with QEMU: the kernel, the initramfs, the host root
 //! (read-only) and the job directory over 9p, a scratch disk for
-//! /var/tmp (swapfiles, the box) and an optional swap disk; the serial
+//! /var/tmp (swapfiles, the box), the read-only guest image (rootimg)
+//! and an optional swap disk; the serial
 //! console to a log file; a timeout; optionally several NUMA nodes.
 
 use std::{
@@ -27,6 +28,8 @@ pub struct Guest<'a> {
     pub initramfs: &'a Path,
     pub job: &'a Path,
     pub scratch: &'a Path,
+    /// The read-only guest image (rootimg), over the host root.
+    pub root_image: Option<&'a Path>,
     pub swap: Option<&'a Path>,
     pub mem_mib: u64,
     pub cpus: u32,
@@ -84,7 +87,7 @@ impl Guest<'_> {
             .arg("-initrd")
             .arg(self.initramfs)
             .arg("-append")
-            .arg("console=ttyS0 panic=-1 rdinit=/init loglevel=4 psi=1")
+            .arg(self.kernel_cmdline())
             .arg("-serial")
             .arg(format!("file:{}", self.console.display()))
             .arg("-virtfs")
@@ -93,20 +96,40 @@ impl Guest<'_> {
             .arg(format!(
                 "local,path={},mount_tag=job,security_model=none",
                 self.job.display()
-            ))
-            .arg("-drive")
-            .arg(format!(
-                "file={},if=virtio,format=raw,cache=unsafe",
-                self.scratch.display()
             ));
-        if let Some(swap) = self.swap {
+        for (disk, readonly) in self.disks() {
             c.arg("-drive").arg(format!(
-                "file={},if=virtio,format=raw,cache=unsafe",
-                swap.display()
+                "file={},if=virtio,format=raw,cache=unsafe{}",
+                disk.display(),
+                if readonly { ",readonly=on" } else { "" }
             ));
         }
         c.args(numa_args(self.mem_mib, self.cpus, self.numa_nodes));
         c
+    }
+
+    /// The virtio disks in order (vda, vdb, ...) and whether read-only:
+    /// the scratch disk, the guest image, the swap disk.
+    fn disks(&self) -> Vec<(&Path, bool)> {
+        let mut d = vec![(self.scratch, false)];
+        d.extend(self.root_image.map(|p| (p, true)));
+        d.extend(self.swap.map(|p| (p, false)));
+        d
+    }
+
+    /// The kernel command line: the console, a panic powers off, PSI on,
+    /// and for /init the devices of the guest image and the swap disk.
+    pub fn kernel_cmdline(&self) -> String {
+        let mut line = "console=ttyS0 panic=-1 rdinit=/init loglevel=4 psi=1".to_string();
+        for (i, (disk, _)) in self.disks().iter().enumerate() {
+            let dev = format!("/dev/vd{}", char::from(b'a' + i as u8));
+            if Some(*disk) == self.root_image {
+                line.push_str(&format!(" vmtrace.root={dev}"));
+            } else if Some(*disk) == self.swap {
+                line.push_str(&format!(" vmtrace.swap={dev}"));
+            }
+        }
+        line
     }
 
     /// Boots and waits for the guest to power off (or the timeout).
@@ -142,6 +165,28 @@ impl Guest<'_> {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// Whether KVM here runs stock kernels: /dev/kvm opens and the CPU
+/// offers hardware virtualization (vmx or svm in /proc/cpuinfo). A host
+/// whose /dev/kvm is PVM (a nested cloud machine: `hypervisor`, no vmx)
+/// only runs specially patched guests, so a stock kernel gets TCG.
+pub fn kvm_runs_stock_kernels() -> bool {
+    let opens = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    opens && cpu_has_virtualization(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+}
+
+/// vmx (Intel VT-x) or svm (AMD-V) among the flags of /proc/cpuinfo.
+fn cpu_has_virtualization(cpuinfo: &str) -> bool {
+    cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .flat_map(|l| l.split_whitespace())
+        .any(|f| f == "vmx" || f == "svm")
 }
 
 /// QEMU's arguments for `nodes` NUMA nodes: one RAM backend per node
@@ -188,6 +233,48 @@ pub fn console_tail(path: &Path, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kvm_needs_hardware_virtualization() {
+        assert!(cpu_has_virtualization("flags\t\t: fpu vme vmx ept\n"));
+        assert!(cpu_has_virtualization("flags\t: fpu svm\n"));
+        // A PVM host: a hypervisor underneath, no vmx.
+        assert!(!cpu_has_virtualization(
+            "flags\t\t: fpu hypervisor lahf_lm\n"
+        ));
+        assert!(!cpu_has_virtualization("vmx flags\t: vmx\n"));
+    }
+
+    #[test]
+    fn init_finds_the_image_and_the_swap_disk_on_the_command_line() {
+        let p = Path::new;
+        let mut g = Guest {
+            image: p("bzImage"),
+            initramfs: p("i"),
+            job: p("j"),
+            scratch: p("scratch.img"),
+            root_image: Some(p("root.img")),
+            swap: Some(p("swap.img")),
+            mem_mib: 256,
+            cpus: 2,
+            numa_nodes: 1,
+            kvm: false,
+            console: "c".into(),
+            timeout: Duration::from_secs(1),
+        };
+        assert!(
+            g.kernel_cmdline()
+                .ends_with("psi=1 vmtrace.root=/dev/vdb vmtrace.swap=/dev/vdc")
+        );
+        g.root_image = None;
+        assert!(g.kernel_cmdline().ends_with("psi=1 vmtrace.swap=/dev/vdb"));
+        let args: Vec<String> = g
+            .command()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"file=swap.img,if=virtio,format=raw,cache=unsafe".to_string()));
+    }
 
     #[test]
     fn numa_nodes_split_memory_and_cpus() {

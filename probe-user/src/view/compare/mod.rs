@@ -14,6 +14,7 @@
 //! and `plot` (the views).
 
 mod attribution;
+pub mod columns;
 mod groups;
 pub mod guards;
 mod hints;
