@@ -41,8 +41,12 @@ pub fn one_line_usage_error(e: &clap::Error) -> Option<String> {
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     // `run` and `attach` release the held signals once their handlers are
-    // in place; everything else has nothing to tear down.
-    if !matches!(cli.command, Commands::Run(_) | Commands::Attach(_)) {
+    // in place; `kernels` keeps them held and polls (its guests and their
+    // disk images are torn down); the rest has nothing to tear down.
+    if !matches!(
+        cli.command,
+        Commands::Run(_) | Commands::Attach(_) | Commands::Kernels(_)
+    ) {
         crate::session::signals::release_signals();
     }
     match cli.command {

@@ -37,6 +37,27 @@ pub fn release_signals() {
     mask_signals(libc::SIG_UNBLOCK);
 }
 
+/// For commands without an async runtime (`kernels`), which keep the
+/// signals held and poll: takes one that arrived (SIGINT, SIGTERM or
+/// SIGHUP) without waiting, None when none did.
+pub fn take_pending() -> Option<i32> {
+    // SAFETY: sigsets we own, changed only through libc's functions; a
+    // zero timeout makes sigtimedwait a poll.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in CAUGHT {
+            libc::sigaddset(&mut set, s);
+        }
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let s = libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+        (s > 0).then_some(s)
+    }
+}
+
 /// SIGINT, SIGTERM and SIGHUP, caught for the whole run.
 pub(crate) struct Signals {
     int: Signal,

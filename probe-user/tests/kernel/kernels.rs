@@ -143,3 +143,146 @@ fn a_kernel_that_does_not_boot_is_reported_and_the_rest_still_run() {
     assert!(host.is_file(), "the host run did not happen: {err}");
     assert_eq!(recording(&host)["runs"][0]["report"]["exit"]["code"], 0);
 }
+
+/// The seed-001 experiment at CI scale: Debian's 6.1 and 6.12 booted
+/// with little memory and no box (the whole guest is under pressure, as
+/// with mem=64M), the bundled build at -j 2,4, two runs each. The
+/// guests' tools come from the read-only guest image (a block device):
+/// each guest's own /proc/diskstats shows the image read while the
+/// builds ran, and the recording says so. The seed's table has a row
+/// per kernel and a column per -j; compare compares -j2 with -j2 and
+/// -j4 with -j4, never a mix. Every run reclaimed (the guest's own
+/// vmstat), and the job's major faults are its rusage's.
+#[test]
+#[ignore = "needs root, QEMU and Debian's kernel packages; run with `cargo xtask test`"]
+fn seed_001_kernels_by_jobs_under_whole_guest_pressure() {
+    let _g = guard();
+    let dir = fresh_scratch("kernels-seed");
+    let out_dir = dir.join("k");
+    let out = vmtrace(&[
+        "kernels",
+        "--kernel",
+        "debian:6.1",
+        "--kernel",
+        "debian:6.12",
+        "--mem",
+        SEED_MEM,
+        "--swap",
+        "512M",
+        "--disk",
+        "1G",
+        "--repeat",
+        "2",
+        "--timeout",
+        "900",
+        "-o",
+    ])
+    .arg(&out_dir)
+    .args([
+        "--",
+        "run",
+        "build",
+        "--no-box",
+        "-j",
+        "2,4",
+        "--files",
+        SEED_FILES,
+        "--functions",
+        "8",
+    ])
+    .output()
+    .expect("run vmtrace kernels");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}\n{stdout}");
+    assert!(err.contains("guest files: block device"), "{err}");
+    let mut releases = Vec::new();
+    for entry in std::fs::read_dir(&out_dir).expect("out dir").flatten() {
+        let rec_path = entry.path().join("run.vmtrace.json");
+        if !rec_path.is_file() {
+            continue;
+        }
+        let rec = recording(&rec_path);
+        let env = &rec["environment"];
+        let release = env["kernel_release"].as_str().unwrap_or("").to_string();
+        let storage = env["guest_storage"].as_str().unwrap_or("");
+        assert!(storage.starts_with("block device"), "{release}: {storage}");
+        assert_eq!(env["job_fs"], "ext4", "{release}: the job ran on 9p");
+        // The image was read while the builds ran: by the guest's block
+        // layer, not vmtrace.
+        let read = image_sectors(&entry.path(), "diskstats.after")
+            - image_sectors(&entry.path(), "diskstats.before");
+        assert!(read > 0, "{release}: nothing read from the image");
+        let labels: Vec<&str> = rec["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| r["label"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(labels, ["-j2", "-j2", "-j4", "-j4"], "{release}");
+        for run in rec["runs"].as_array().into_iter().flatten() {
+            let r = &run["report"];
+            let what = format!("{release} {}", run["label"]);
+            assert_eq!(r["exit"]["code"], 0, "{what}: {:#}", r["exit"]);
+            assert!(r["membox"].is_null(), "{what}: ran in a box");
+            let v = &r["vmstat"];
+            let n = |x: &Value| x.as_u64().unwrap_or(0);
+            assert!(n(&v["pgscan"]) > 0, "{what}: no reclaim: {v:#}");
+            // The job's direct reclaims are some of the guest's.
+            let stalls = n(&r["direct_reclaim"]["stalls"]["count"]);
+            assert!(
+                stalls <= n(&v["allocstall"]),
+                "{what}: {stalls} direct reclaims vs allocstall {}",
+                v["allocstall"]
+            );
+            // Its major faults (re-reads of the tools from the image, and
+            // swap-ins) as its rusage counts them.
+            let majors = n(&r["faults"]["major_target"]);
+            assert!(
+                majors > 0 && within(majors, n(&r["usage"]["major_faults"]), 0.05),
+                "{what}: major faults {majors} vs rusage {}",
+                r["usage"]["major_faults"]
+            );
+        }
+        releases.push(release);
+    }
+    releases.sort();
+    assert_eq!(releases.len(), 2, "{releases:?}\n{err}");
+    let table = std::fs::read_to_string(out_dir.join("table.txt")).expect("table.txt");
+    let head = table.lines().nth(1).unwrap_or("");
+    assert!(
+        head.starts_with("kernel") && head.contains("-j2") && head.contains("-j4"),
+        "{table}"
+    );
+    for r in &releases {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(r.as_str()))
+            .unwrap_or_else(|| panic!("{r} has no row:\n{table}"));
+        assert_eq!(row.matches("+-").count(), 2, "{row}");
+    }
+    assert!(table.contains("runs: 2 a cell"), "{table}");
+    let compare = std::fs::read_to_string(out_dir.join("compare.txt")).expect("compare.txt");
+    assert!(
+        compare.contains("== -j2 ==") && compare.contains("== -j4 =="),
+        "{compare}"
+    );
+    assert_eq!(compare.matches("2 runs (baseline)").count(), 2, "{compare}");
+}
+
+/// Guest memory and tree size of the seed test: whole-guest pressure
+/// at -j2 already, small enough to stay within CI's time.
+const SEED_MEM: &str = "160M";
+const SEED_FILES: &str = "4";
+
+/// Sectors read from the guest image (vdb) in a diskstats snapshot the
+/// guest's job kept.
+fn image_sectors(dir: &std::path::Path, name: &str) -> u64 {
+    let text = std::fs::read_to_string(dir.join(name)).expect("diskstats");
+    text.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"vdb")).then(|| f[5].parse().ok())?
+        })
+        .expect("vdb in diskstats")
+}

@@ -199,6 +199,9 @@ fail() { echo "vmtrace-guest: FAILED: $*"; sync; poweroff -f; }
 for m in /modules/*.ko; do
   [ -e "$m" ] && { insmod "$m" 2>/dev/null || echo "vmtrace-guest: insmod $m failed"; }
 done
+# The initramfs stays in memory: its module files (4-5 MiB) are not
+# needed once loaded, and a small guest wants that memory for the job.
+rm -f /modules/*.ko
 ROOTIMG= ; SWAP=
 for a in $(cat /proc/cmdline); do
   case "$a" in

@@ -137,7 +137,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
         root_image: root_image.as_ref(),
     };
     let mut outcomes = Vec::new();
-    let mut i = 0;
+    let (mut i, mut stop) = (0, false);
     for (spec, kernel) in opts.kernels.iter().zip(&resolved) {
         // The host has no guest memory: it runs once.
         let mems: Vec<Option<u64>> = match kernel {
@@ -145,6 +145,10 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
             Some(_) => opts.mem.iter().copied().map(Some).collect(),
         };
         for mem in mems {
+            stop = stop || stopped(&outcomes);
+            if stop {
+                break;
+            }
             i += 1;
             outcomes.push(run_one(
                 &exe,
@@ -159,12 +163,29 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
         }
     }
     drop(root_image);
+    if stop || stopped(&outcomes) {
+        eprintln!(
+            "vmtrace: stopped; what was measured is in {}",
+            out.display()
+        );
+        return Ok(130);
+    }
     let merged = merged_by_kernel(&outcomes, opts.mem.len() > 1);
-    kernels_table(&merged, &out);
+    kernels_table(&merged, &outcomes, &out);
     compare_kernels(&merged, &out);
     eprintln!("vmtrace: everything is in {}", out.display());
     let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
     Ok(i32::from(failed > 0))
+}
+
+/// Whether vmtrace was stopped (a guest interrupted, or a signal that
+/// came while the host ran): no more guests boot.
+fn stopped(outcomes: &[Outcome]) -> bool {
+    outcomes.iter().any(|o| {
+        o.problem
+            .as_deref()
+            .is_some_and(|p| p.starts_with(INTERRUPTED))
+    }) || crate::session::signals::take_pending().is_some()
 }
 
 /// What every guest of one `kernels` shares.
@@ -254,13 +275,30 @@ fn merged_by_kernel(outcomes: &[Outcome], mem_sweep: bool) -> Vec<(String, Recor
 }
 
 /// The seed mails' table: kernels as rows, the swept values (or one
-/// `elapsed s` column) as columns; printed and kept as table.txt.
-fn kernels_table(merged: &[(String, Recording)], out: &Path) {
-    if merged.is_empty() {
+/// `elapsed s` column) as columns, then the guests that gave no
+/// recording (vmtrace OOM-killed in a guest too small, a hang); printed
+/// and kept as table.txt.
+fn kernels_table(merged: &[(String, Recording)], outcomes: &[Outcome], out: &Path) {
+    let mut text = String::new();
+    if !merged.is_empty() {
+        let pairs: Vec<(String, &Recording)> = merged.iter().map(|(k, r)| (k.clone(), r)).collect();
+        text = crate::view::report::KernelsTable::of(&pairs).to_text();
+    }
+    for o in outcomes.iter().filter(|o| o.recording.is_none()) {
+        let name = o.dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        let line = format!(
+            "  {}: no recording: {}",
+            name.unwrap_or_else(|| o.spec.clone()),
+            o.problem.as_deref().unwrap_or("unknown")
+        );
+        for l in crate::view::format::wrap(&line, 72) {
+            text.push_str(&l);
+            text.push('\n');
+        }
+    }
+    if text.is_empty() {
         return;
     }
-    let pairs: Vec<(String, &Recording)> = merged.iter().map(|(k, r)| (k.clone(), r)).collect();
-    let text = crate::view::report::KernelsTable::of(&pairs).to_text();
     let _ = std::fs::write(out.join("table.txt"), &text);
     println!("{text}");
 }
@@ -351,7 +389,8 @@ fn run_in_guest(
         timeout: opts.timeout,
     };
     let ended = guest.run()?;
-    files.remove();
+    let console = guest.console.clone();
+    drop(files);
     if let Some(read) = image_reads(dir) {
         eprintln!(
             "vmtrace: {release}: the job read {} from the guest image (block device) \
@@ -363,9 +402,10 @@ fn run_in_guest(
     let status = std::fs::read_to_string(dir.join("status"))
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
-    let problem = problem_of(&ended, status, opts.timeout);
+    let silent = std::fs::metadata(&console).map_or(true, |m| m.len() == 0);
+    let problem = problem_of(&ended, status, opts.timeout, silent);
     if let Some(p) = &problem {
-        tell_problem(&release, p, &guest.console, dir);
+        tell_problem(&release, p, &console, dir);
     }
     Ok(Outcome {
         spec: k.spec.clone(),
@@ -434,8 +474,11 @@ impl GuestFiles {
             swap,
         })
     }
+}
 
-    fn remove(&self) {
+/// Removed however the guest ended (an error included).
+impl Drop for GuestFiles {
+    fn drop(&mut self) {
         for p in [Some(&self.scratch), Some(&self.initrd), self.exe.as_ref()]
             .into_iter()
             .flatten()
@@ -485,12 +528,28 @@ fn write_guest_job(opts: &KernelsOptions, setup: &GuestSetup, dir: &Path) -> Res
     initramfs::write_job_script(dir, cwd, &job)
 }
 
-/// What went wrong in a guest, from how it ended and the exit status
-/// vmtrace left in it; None when nothing did.
-fn problem_of(ended: &qemu::Ended, status: Option<i32>, timeout: Duration) -> Option<String> {
+/// How an outcome's problem starts when vmtrace was stopped.
+const INTERRUPTED: &str = "stopped by a signal (";
+
+/// What went wrong in a guest, from how it ended, the exit status
+/// vmtrace left in it and whether its console stayed empty; None when
+/// nothing did.
+fn problem_of(
+    ended: &qemu::Ended,
+    status: Option<i32>,
+    timeout: Duration,
+    silent: bool,
+) -> Option<String> {
     match (ended, status) {
         (qemu::Ended::PoweredOff, Some(0)) => None,
         (qemu::Ended::PoweredOff, Some(s)) => Some(format!("vmtrace in the guest exited with {s}")),
+        // The kernel died before its console came up: at 64 MiB a
+        // Debian kernel and its initramfs do not fit (measured).
+        (qemu::Ended::PoweredOff, None) if silent => Some(
+            "the guest stopped before its console said anything: too little --mem for \
+             the kernel and its initramfs, or an image QEMU cannot boot"
+                .into(),
+        ),
         (qemu::Ended::PoweredOff, None) => {
             Some("the guest powered off before the run ended".into())
         }
@@ -499,6 +558,7 @@ fn problem_of(ended: &qemu::Ended, status: Option<i32>, timeout: Duration) -> Op
             timeout.as_secs()
         )),
         (qemu::Ended::Failed(c), _) => Some(format!("qemu exited with {c}")),
+        (qemu::Ended::Interrupted(s), _) => Some(format!("{INTERRUPTED} {s})")),
     }
 }
 

@@ -21,6 +21,8 @@ pub enum Ended {
     TimedOut,
     /// QEMU failed (its exit status).
     Failed(i32),
+    /// vmtrace was asked to stop (the signal): QEMU killed.
+    Interrupted(i32),
 }
 
 pub struct Guest<'a> {
@@ -156,6 +158,11 @@ impl Guest<'_> {
                     eprintln!("vmtrace: qemu: {}", err.trim());
                 }
                 return Ok(Ended::Failed(status.code().unwrap_or(-1)));
+            }
+            if let Some(sig) = crate::session::signals::take_pending() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Ended::Interrupted(sig));
             }
             if started.elapsed() > self.timeout {
                 let _ = child.kill();

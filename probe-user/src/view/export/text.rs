@@ -89,6 +89,9 @@ pub fn header(rec: &Recording) -> String {
         opt(&e.zswap_compressor),
         opt(&e.mglru)
     ));
+    if let Some(g) = &e.guest_storage {
+        lines.push(format!("guest files: {g}"));
+    }
     lines.push(format!(
         "recorded {} by vmtrace {} (format {})",
         rec.created_utc, rec.vmtrace_version, rec.format_version
