@@ -195,7 +195,7 @@ fn seed_001_kernels_by_jobs_under_whole_guest_pressure() {
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{err}\n{stdout}");
-    assert!(err.contains("guest files: block device"), "{err}");
+    assert!(err.contains("to build): block device"), "{err}");
     let mut releases = Vec::new();
     for entry in std::fs::read_dir(&out_dir).expect("out dir").flatten() {
         let rec_path = entry.path().join("run.vmtrace.json");
@@ -285,4 +285,88 @@ fn image_sectors(dir: &std::path::Path, name: &str) -> u64 {
             (f.get(2) == Some(&"vdb")).then(|| f[5].parse().ok())?
         })
         .expect("vdb in diskstats")
+}
+
+/// Ctrl-C while a guest runs: QEMU is stopped, no other guest boots, the
+/// guest's disks and the guest image are removed, and vmtrace exits 130.
+#[test]
+#[ignore = "needs root, QEMU and Debian's kernel packages; run with `cargo xtask test`"]
+fn ctrl_c_stops_the_guests_and_leaves_no_disk_behind() {
+    let _g = guard();
+    let dir = fresh_scratch("kernels-ctrl-c");
+    let out_dir = dir.join("k");
+    let child = vmtrace(&[
+        "kernels",
+        "--kernel",
+        "debian:6.12",
+        "--kernel",
+        "debian:6.1",
+        "--mem",
+        "256M",
+        "--timeout",
+        "300",
+        "-o",
+    ])
+    .arg(&out_dir)
+    .args(["--", "run", "--mem", "48M", "memhog", "--mib", "64"])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("start vmtrace kernels");
+    // Until the first guest's console speaks: QEMU is running.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut booted = false;
+    while std::time::Instant::now() < deadline {
+        let spoke = std::fs::read_dir(&out_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find_map(|e| {
+                let p = e.path().join("console.log");
+                std::fs::metadata(&p)
+                    .ok()
+                    .filter(|m| m.len() > 0)
+                    .map(|_| p)
+            });
+        if spoke.is_some() {
+            booted = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(booted, "no guest console in {}", out_dir.display());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    let mut left = Vec::new();
+    let mut dirs = 0;
+    for e in std::fs::read_dir(&out_dir).expect("out dir").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".img") {
+            left.push(name.clone());
+        }
+        if e.path().is_dir() {
+            dirs += 1;
+            for f in std::fs::read_dir(e.path()).expect("dir").flatten() {
+                let n = f.file_name().to_string_lossy().into_owned();
+                if n.ends_with(".img") || n.ends_with(".cpio") {
+                    left.push(format!("{name}/{n}"));
+                }
+            }
+        }
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(dirs, 1, "a second guest booted after Ctrl-C: {err}");
+    let qemus = std::process::Command::new("pgrep")
+        .args(["-f", &out_dir.to_string_lossy()])
+        .output()
+        .expect("pgrep");
+    assert!(
+        qemus.stdout.is_empty(),
+        "still running: {}",
+        String::from_utf8_lossy(&qemus.stdout)
+    );
 }

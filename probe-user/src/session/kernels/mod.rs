@@ -88,11 +88,17 @@ pub struct Outcome {
 pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     preflight::require_root()?;
     check_guest_command(&opts.command)?;
+    let mut unboxed = opts.clone();
+    unboxed.command = guest_memory_is_the_pressure(&opts.command);
+    let opts = &unboxed;
     preflight::require_tools(&[
         ("qemu-system-x86_64", "qemu-system-x86"),
         ("mkfs.ext4", "e2fsprogs"),
         ("mkswap", "util-linux"),
     ])?;
+    if opts.storage == Storage::Image {
+        preflight::require_tools(&[("unshare", "util-linux")])?;
+    }
     // Every kernel is resolved (and downloaded) before any boots, so that a
     // typo fails at once.
     let mut resolved = Vec::new();
@@ -123,15 +129,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
              several times the host's and not comparable with it; their counters are real"
         );
     }
-    let root_image = match opts.storage {
-        Storage::Image if resolved.iter().any(Option::is_some) => {
-            eprintln!("vmtrace: building the guests' image of the host's tools");
-            let img = rootimg::build(&exe, &out.join("guest-root.img"))?;
-            eprintln!("vmtrace: guest files: {}", img.description);
-            Some(img)
-        }
-        _ => None,
-    };
+    let root_image = root_image(opts, &resolved, &exe, &out)?;
     let guest = GuestSetup {
         kvm,
         root_image: root_image.as_ref(),
@@ -188,10 +186,56 @@ fn stopped(outcomes: &[Outcome]) -> bool {
     }) || crate::session::signals::take_pending().is_some()
 }
 
+/// The guest image, built once when a guest will boot with
+/// `--storage image`.
+fn root_image(
+    opts: &KernelsOptions,
+    resolved: &[Option<image::Kernel>],
+    exe: &Path,
+    out: &Path,
+) -> Result<Option<rootimg::RootImage>> {
+    if opts.storage != Storage::Image || resolved.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    eprintln!("vmtrace: building the guests' image of the host's tools");
+    let t = std::time::Instant::now();
+    let img = rootimg::build(exe, &out.join("guest-root.img"))?;
+    eprintln!(
+        "vmtrace: guest files ({:.1} s to build): {}",
+        t.elapsed().as_secs_f64(),
+        img.description
+    );
+    Ok(Some(img))
+}
+
 /// What every guest of one `kernels` shares.
 struct GuestSetup<'a> {
     kvm: bool,
     root_image: Option<&'a rootimg::RootImage>,
+}
+
+/// A bundled workload given no box of its own (no --mem, --swap or
+/// --no-box) runs without one in the guests: the guest's memory is the
+/// pressure, as with the seed mails' mem=64M. Said when added.
+fn guest_memory_is_the_pressure(command: &[String]) -> Vec<String> {
+    let bundled = command
+        .iter()
+        .any(|a| vmtrace_workloads::cli::bundled(a).is_some());
+    let boxed = command.iter().any(|a| {
+        ["--mem", "--swap", "--no-box"]
+            .iter()
+            .any(|o| a == o || a.starts_with(&format!("{o}=")))
+    });
+    if !bundled || boxed {
+        return command.to_vec();
+    }
+    eprintln!(
+        "vmtrace: the guest's memory is the pressure: the workload runs with run \
+         --no-box (give run --mem to box it inside the guest)"
+    );
+    let mut c = command.to_vec();
+    c.insert(1, "--no-box".into());
+    c
 }
 
 /// The guest's command must be `run ...`, and leave -o to `kernels`.
@@ -391,7 +435,8 @@ fn run_in_guest(
     let ended = guest.run()?;
     let console = guest.console.clone();
     drop(files);
-    if let Some(read) = image_reads(dir) {
+    // vdb is the image only when there is one (else the swap disk).
+    if let Some(read) = setup.root_image.and_then(|_| image_reads(dir)) {
         eprintln!(
             "vmtrace: {release}: the job read {} from the guest image (block device) \
              during its runs",
@@ -596,6 +641,24 @@ fn shell_quote(a: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bundled_workload_without_a_box_runs_unboxed_in_guests() {
+        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            guest_memory_is_the_pressure(&v("run build -j 5,10")),
+            v("run --no-box build -j 5,10")
+        );
+        for kept in [
+            "run --mem 96M qsbench",
+            "run qsbench --swap=1G",
+            "run --no-box build",
+            "run -- ./mine --mem 3",
+            "run -- true",
+        ] {
+            assert_eq!(guest_memory_is_the_pressure(&v(kept)), v(kept), "{kept}");
+        }
+    }
 
     #[test]
     fn arguments_survive_the_guest_shell() {
