@@ -660,6 +660,67 @@ mod tests {
         }
     }
 
+    /// Two sizes of one kernel and one of another: one row each, the
+    /// runs labelled by size and sweep value, a guest without a
+    /// recording left out.
+    #[test]
+    fn a_memory_sweep_joins_a_kernels_runs_under_size_labels() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
+        let dir = std::env::temp_dir().join(format!("vmtrace-merge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut outcomes = Vec::new();
+        for (i, (kernel, mem)) in [("6.1.0", 192u64), ("6.1.0", 160), ("6.12.0", 192)]
+            .iter()
+            .enumerate()
+        {
+            let mut rec = Recording::read(&corpus).unwrap();
+            rec.environment.kernel_release = kernel.to_string();
+            rec.runs[1].label = "-j4".into();
+            rec.runs[0].label = "-j2".into();
+            let path = dir.join(format!("{i}.vmtrace.json"));
+            rec.write(&path, None).unwrap();
+            outcomes.push(Outcome {
+                spec: kernel.to_string(),
+                mem: Some(mem << 20),
+                dir: dir.clone(),
+                recording: Some(path),
+                problem: None,
+            });
+        }
+        outcomes.push(Outcome {
+            spec: "debian:6.18".into(),
+            mem: Some(96 << 20),
+            dir: dir.clone(),
+            recording: None,
+            problem: Some("vmtrace in the guest exited with 137".into()),
+        });
+        let merged = merged_by_kernel(&outcomes, true);
+        let rows: Vec<(&str, Vec<&str>)> = merged
+            .iter()
+            .map(|(k, r)| {
+                (
+                    k.as_str(),
+                    r.runs.iter().map(|run| run.label.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "6.1.0",
+                    vec!["192M -j2", "192M -j4", "160M -j2", "160M -j4"]
+                ),
+                ("6.12.0", vec!["192M -j2", "192M -j4"]),
+            ]
+        );
+        // Without a memory sweep the labels stay the sweep's own.
+        let plain = merged_by_kernel(&outcomes[2..], false);
+        assert_eq!(plain[0].1.runs[0].label, "-j2");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn arguments_survive_the_guest_shell() {
         assert_eq!(shell_quote("-m"), "-m");

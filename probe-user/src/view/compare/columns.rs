@@ -82,12 +82,10 @@ pub fn compare_columns(inputs: &[GroupInput], force: bool) -> Result<(Vec<Column
     Ok((columns, skipped))
 }
 
-/// Text: the plain comparison without a sweep; else each sweep value's
-/// under a heading, and the values not compared.
+/// Text: the plain comparison with one sweep value (or none); else
+/// each sweep value's under a heading, and the values not compared.
 pub fn render(columns: &[Column], skipped: &[String], detail: bool) -> String {
-    if let ([one], []) = (columns, skipped)
-        && one.sweep_value.is_empty()
-    {
+    if let ([one], []) = (columns, skipped) {
         return super::text::render(&one.comparison, detail);
     }
     let mut o = String::from(
@@ -115,12 +113,10 @@ not compared (a group has no run of it): {}
     o
 }
 
-/// JSON: the plain comparison without a sweep; else
+/// JSON: the plain comparison with one sweep value (or none); else
 /// `{"columns": [{"sweep_value", "comparison"}], "not_compared": [...]}`.
 pub fn to_json(columns: &[Column], skipped: &[String]) -> serde_json::Result<String> {
-    if let ([one], []) = (columns, skipped)
-        && one.sweep_value.is_empty()
-    {
+    if let ([one], []) = (columns, skipped) {
         return serde_json::to_string_pretty(&one.comparison);
     }
     serde_json::to_string_pretty(&serde_json::json!({
@@ -199,7 +195,18 @@ mod tests {
         assert!((elapsed(&cols[1], 0) - 6.25).abs() < 1e-9);
         assert!((elapsed(&cols[1], 1) - 12.0).abs() < 1e-9);
         // Without a sweep: one column, the plain comparison.
-        let (one, _) = compare_columns(&inputs(&base, &base), false).unwrap();
+        let (one, none) = compare_columns(&inputs(&base, &base), false).unwrap();
         assert_eq!(one.len(), 1);
+        let plain = super::super::text::render(&one[0].comparison, false);
+        assert_eq!(render(&one, &none, false), plain);
+        // One sweep value (`run build -j 4`): no sweep to split either.
+        let mut j4 = base.clone();
+        for run in &mut j4.runs {
+            run.label = "-j4".into();
+        }
+        let (one, none) = compare_columns(&inputs(&j4, &j4), false).unwrap();
+        assert_eq!(one[0].sweep_value, "-j4");
+        assert!(!render(&one, &none, false).contains("=="));
+        assert!(to_json(&one, &none).unwrap().contains("\"versus\""));
     }
 }
