@@ -95,7 +95,13 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
     assert_eq!(c["groups"][1]["label"], "page-cluster=0", "{c:#}");
     let v = &c["versus"][0];
     assert_eq!(v["verdict"], "slower", "{text}");
-    assert_eq!(v["hints"][0]["mechanism"], "swap-in", "{text}");
+    // A pc=0 run can be OOM-killed in its tight box; compare then names
+    // the OOM kill first (rightly). The mechanism after it is swap-in.
+    let first = v["hints"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["mechanism"] != "OOM kills"))
+        .map(|h| h["mechanism"].clone());
+    assert_eq!(first, Some(serde_json::json!("swap-in")), "{text}");
     let explained = v["explained"].as_f64().unwrap_or(0.0);
     assert!(
         (0.6..=1.4).contains(&explained),

@@ -387,8 +387,13 @@ fn kswapd_under_global_pressure_matches_vmstat() {
     let iso_active = isolate_scanned(&r, &[1, 3]);
     let pgrefill = delta(&before, &after, &["pgrefill"]);
     eprintln!("isolate active {iso_active} vs pgrefill {pgrefill}");
+    // vmstat is read before vmtrace attaches and after it detaches, and
+    // kswapd goes on deactivating for a moment after the hog exits (the
+    // run's swapfile is switched off, its pages come back): vmstat counts
+    // that, the detached probes cannot. Seen once: 7002 vs 7114. Allowed:
+    // 1% plus four isolation batches (SWAP_CLUSTER_MAX = 32 pages).
     assert!(
-        within(iso_active, pgrefill, 0.01),
+        iso_active.abs_diff(pgrefill) <= pgrefill / 100 + 4 * 32,
         "{iso_active} vs {pgrefill}"
     );
     // Global direct reclaim, when it happened, is the hog's and matches
