@@ -8,8 +8,10 @@
 //!   directory of links to the nightly's libLLVM, kept under $CARGO_HOME,
 //!   so it runs outside `rustup run` too;
 //! - Debian packages the tests use (util-linux: mkswap, setpriv; make and
-//!   gcc for the build workload; python3 and pip; qemu-system-x86,
-//!   busybox-static, e2fsprogs and xz-utils for `vmtrace kernels`);
+//!   gcc for the build workload; python3 and pip; busybox-static,
+//!   e2fsprogs and xz-utils for `vmtrace kernels`);
+//! - QEMU for `vmtrace kernels` (Debian's, or a private copy where
+//!   installing Debian's would remove a package: see `qemu`);
 //! - the PyPI `hdrhistogram` package, into $CARGO_HOME/vmtrace-python (not
 //!   the system's Python): the test that HdrHistogram's own decoder reads
 //!   vmtrace's interval logs uses it.
@@ -22,6 +24,8 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 use crate::util;
+
+mod qemu;
 
 /// The bpf-linker release that builds with the installed nightly (LLVM 22)
 /// and links aya-ebpf 0.2 objects.
@@ -49,7 +53,6 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     // `vmtrace kernels`: guests, their initramfs and disks, Debian's
     // compressed kernel modules. Only the tests boot guests; the main
     // job does not need QEMU.
-    ("qemu-system-x86_64", "qemu-system-x86", Need::Test),
     ("busybox", "busybox-static", Need::Test),
     ("mkfs.ext4", "e2fsprogs", Need::Test),
     ("xz", "xz-utils", Need::Test),
@@ -108,6 +111,10 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
     if !missing.is_empty() {
         install_debian(&missing)?;
         done.push("Debian packages");
+    }
+    if need == Need::Test && !util::on_path("qemu-system-x86_64") {
+        qemu::install()?;
+        done.push("QEMU");
     }
     if need == Need::Test && !python_dir().join("hdrh").join("__init__.py").is_file() {
         install_python_packages()?;
@@ -182,7 +189,7 @@ fn bpf_linker_version() -> Option<String> {
         .map(str::to_string)
 }
 
-fn cargo_home() -> PathBuf {
+pub(crate) fn cargo_home() -> PathBuf {
     std::env::var_os("CARGO_HOME").map_or_else(
         || PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cargo"),
         PathBuf::from,
@@ -239,7 +246,7 @@ fn install_bpf_linker() -> Result<()> {
     Ok(())
 }
 
-fn link(target: &Path, at: &Path) -> Result<()> {
+pub(crate) fn link(target: &Path, at: &Path) -> Result<()> {
     let _ = std::fs::remove_file(at);
     std::os::unix::fs::symlink(target, at)
         .with_context(|| format!("linking {} -> {}", at.display(), target.display()))
