@@ -11,7 +11,7 @@ use vmtrace_common::{
     Counter, Hist, KswapdNode, MAX_NODES, MAX_WAKERS, MAX_ZONES, ORDERS, zone_cell,
 };
 
-use crate::shared::{count, fields, now_ns, record, tracepoint_field};
+use crate::shared::{count, field, now_ns, record, tracepoint_field};
 
 /// Per node: wakes, sleeps, total awake time.
 #[map]
@@ -36,7 +36,7 @@ static KSWAPD_WAKERS: LruHashMap<[u8; 16], u64> = LruHashMap::with_max_entries(M
 
 #[tracepoint]
 pub fn kswapd_wake(ctx: TracePointContext) -> u32 {
-    let nid = tracepoint_field(&ctx, fields().kswapd_wake_nid) as u32;
+    let nid = tracepoint_field(&ctx, field!(kswapd_wake_nid)) as u32;
     if nid >= MAX_NODES {
         count(Counter::NodeOutOfRange, 1);
         return 0;
@@ -60,7 +60,7 @@ pub fn kswapd_wake(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn kswapd_sleep(ctx: TracePointContext) -> u32 {
-    let nid = tracepoint_field(&ctx, fields().kswapd_sleep_nid) as u32;
+    let nid = tracepoint_field(&ctx, field!(kswapd_sleep_nid)) as u32;
     if nid >= MAX_NODES {
         count(Counter::NodeOutOfRange, 1);
         return 0;
@@ -89,9 +89,8 @@ pub fn kswapd_sleep(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn wakeup_kswapd(ctx: TracePointContext) -> u32 {
-    let f = fields();
-    let nid = tracepoint_field(&ctx, f.wakeup_kswapd_nid) as u32;
-    let zid = tracepoint_field(&ctx, f.wakeup_kswapd_zid) as u32;
+    let nid = tracepoint_field(&ctx, field!(wakeup_kswapd_nid)) as u32;
+    let zid = tracepoint_field(&ctx, field!(wakeup_kswapd_zid)) as u32;
     if nid >= MAX_NODES || zid >= MAX_ZONES {
         count(Counter::NodeOutOfRange, 1);
         return 0;
@@ -100,7 +99,7 @@ pub fn wakeup_kswapd(ctx: TracePointContext) -> u32 {
         // SAFETY: this CPU's cell of a live per-CPU map.
         unsafe { *cell += 1 };
     }
-    let order = (tracepoint_field(&ctx, f.wakeup_kswapd_order) as u32).min(ORDERS - 1);
+    let order = (tracepoint_field(&ctx, field!(wakeup_kswapd_order)) as u32).min(ORDERS - 1);
     if let Some(cell) = KSWAPD_WAKEUP_ORDER.get_ptr_mut(order) {
         // SAFETY: this CPU's cell of a live per-CPU map.
         unsafe { *cell += 1 };

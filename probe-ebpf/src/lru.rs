@@ -20,8 +20,8 @@ use vmtrace_common::{
 };
 
 use crate::{
-    reclaim::RECLAIM_START,
-    shared::{count, current_tid, fields, tracepoint_field},
+    shared::{count, field, tracepoint_field},
+    task::TASK_SPANS,
 };
 
 /// Inactive-list shrink totals per (node, context, type); see [`lru_cell`].
@@ -46,10 +46,9 @@ static LRU_ISOLATE: PerCpuArray<LruIsolate> =
 
 #[tracepoint]
 pub fn lru_isolate(ctx: TracePointContext) -> u32 {
-    let f = fields();
-    let rd = |field: Field| tracepoint_field(&ctx, field);
-    let zone = rd(f.lru_isolate_highest_zoneidx) as u32;
-    let lru = rd(f.lru_isolate_lru) as u32;
+    let rd = |f: Field| tracepoint_field(&ctx, f);
+    let zone = rd(field!(lru_isolate_highest_zoneidx)) as u32;
+    let lru = rd(field!(lru_isolate_lru)) as u32;
     if zone >= MAX_ZONES || lru >= LRU_LISTS {
         count(Counter::NodeOutOfRange, 1);
         return 0;
@@ -58,41 +57,40 @@ pub fn lru_isolate(ctx: TracePointContext) -> u32 {
         // SAFETY: this CPU's cell of a live per-CPU map.
         let c = unsafe { &mut *cell };
         c.events += 1;
-        c.nr_requested += rd(f.lru_isolate_nr_requested);
-        c.nr_scanned += rd(f.lru_isolate_nr_scanned);
-        c.nr_skipped += rd(f.lru_isolate_nr_skipped);
-        c.nr_taken += rd(f.lru_isolate_nr_taken);
+        c.nr_requested += rd(field!(lru_isolate_nr_requested));
+        c.nr_scanned += rd(field!(lru_isolate_nr_scanned));
+        c.nr_skipped += rd(field!(lru_isolate_nr_skipped));
+        c.nr_taken += rd(field!(lru_isolate_nr_taken));
     }
     0
 }
 
 #[tracepoint]
 pub fn lru_shrink_inactive(ctx: TracePointContext) -> u32 {
-    let f = fields();
-    let rd = |field: Field| tracepoint_field(&ctx, field);
-    let nid = rd(f.lru_shrink_inactive_nid) as u32;
+    let rd = |f: Field| tracepoint_field(&ctx, f);
+    let nid = rd(field!(lru_shrink_inactive_nid)) as u32;
     if nid >= MAX_NODES {
         count(Counter::NodeOutOfRange, 1);
         return 0;
     }
     let context = context();
-    let lru = lru_type(rd(f.lru_shrink_inactive_reclaim_flags));
+    let lru = lru_type(rd(field!(lru_shrink_inactive_reclaim_flags)));
     if let Some(cell) = LRU_SHRINK_INACTIVE.get_ptr_mut(lru_cell(nid, context, lru)) {
         // SAFETY: this CPU's cell of a live per-CPU map.
         let c = unsafe { &mut *cell };
         c.events += 1;
-        c.nr_scanned += rd(f.lru_shrink_inactive_nr_scanned);
-        c.nr_reclaimed += rd(f.lru_shrink_inactive_nr_reclaimed);
-        c.nr_dirty += rd(f.lru_shrink_inactive_nr_dirty);
-        c.nr_writeback += rd(f.lru_shrink_inactive_nr_writeback);
-        c.nr_congested += rd(f.lru_shrink_inactive_nr_congested);
-        c.nr_immediate += rd(f.lru_shrink_inactive_nr_immediate);
-        c.nr_activate_anon += rd(f.lru_shrink_inactive_nr_activate0);
-        c.nr_activate_file += rd(f.lru_shrink_inactive_nr_activate1);
-        c.nr_ref_keep += rd(f.lru_shrink_inactive_nr_ref_keep);
-        c.nr_unmap_fail += rd(f.lru_shrink_inactive_nr_unmap_fail);
+        c.nr_scanned += rd(field!(lru_shrink_inactive_nr_scanned));
+        c.nr_reclaimed += rd(field!(lru_shrink_inactive_nr_reclaimed));
+        c.nr_dirty += rd(field!(lru_shrink_inactive_nr_dirty));
+        c.nr_writeback += rd(field!(lru_shrink_inactive_nr_writeback));
+        c.nr_congested += rd(field!(lru_shrink_inactive_nr_congested));
+        c.nr_immediate += rd(field!(lru_shrink_inactive_nr_immediate));
+        c.nr_activate_anon += rd(field!(lru_shrink_inactive_nr_activate0));
+        c.nr_activate_file += rd(field!(lru_shrink_inactive_nr_activate1));
+        c.nr_ref_keep += rd(field!(lru_shrink_inactive_nr_ref_keep));
+        c.nr_unmap_fail += rd(field!(lru_shrink_inactive_nr_unmap_fail));
     }
-    let priority = rd(f.lru_shrink_inactive_priority) as u32;
+    let priority = rd(field!(lru_shrink_inactive_priority)) as u32;
     if priority < PRIORITIES
         && let Some(cell) = RECLAIM_PRIORITY.get_ptr_mut(priority_cell(context, priority))
     {
@@ -104,22 +102,21 @@ pub fn lru_shrink_inactive(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn lru_shrink_active(ctx: TracePointContext) -> u32 {
-    let f = fields();
-    let rd = |field: Field| tracepoint_field(&ctx, field);
-    let nid = rd(f.lru_shrink_active_nid) as u32;
+    let rd = |f: Field| tracepoint_field(&ctx, f);
+    let nid = rd(field!(lru_shrink_active_nid)) as u32;
     if nid >= MAX_NODES {
         count(Counter::NodeOutOfRange, 1);
         return 0;
     }
-    let lru = lru_type(rd(f.lru_shrink_active_reclaim_flags));
+    let lru = lru_type(rd(field!(lru_shrink_active_reclaim_flags)));
     if let Some(cell) = LRU_SHRINK_ACTIVE.get_ptr_mut(lru_cell(nid, context(), lru)) {
         // SAFETY: this CPU's cell of a live per-CPU map.
         let c = unsafe { &mut *cell };
         c.events += 1;
-        c.nr_taken += rd(f.lru_shrink_active_nr_taken);
-        c.nr_active += rd(f.lru_shrink_active_nr_active);
-        c.nr_deactivated += rd(f.lru_shrink_active_nr_deactivated);
-        c.nr_referenced += rd(f.lru_shrink_active_nr_referenced);
+        c.nr_taken += rd(field!(lru_shrink_active_nr_taken));
+        c.nr_active += rd(field!(lru_shrink_active_nr_active));
+        c.nr_deactivated += rd(field!(lru_shrink_active_nr_deactivated));
+        c.nr_referenced += rd(field!(lru_shrink_active_nr_referenced));
     }
     0
 }
@@ -136,9 +133,10 @@ fn lru_type(reclaim_flags: u64) -> LruType {
 /// Whose reclaim this shrink is part of.
 #[inline(always)]
 fn context() -> ReclaimContext {
-    if let Some(start) = RECLAIM_START.get_ptr(&current_tid()) {
-        // SAFETY: the entry belongs to the current task.
-        if unsafe { (*start).context } == ReclaimContext::Memcg as u32 {
+    if let Some(spans) = TASK_SPANS.current_if_any()
+        && spans.reclaim_start_ns != 0
+    {
+        if spans.reclaim_context == ReclaimContext::Memcg as u32 {
             return ReclaimContext::Memcg;
         }
         return ReclaimContext::Direct;

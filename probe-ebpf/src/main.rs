@@ -14,7 +14,8 @@
 //! - `oom`: OOM victims (`oom:mark_victim`);
 //! - `zone`: page allocations per zone (opt-in: a hot path);
 //! - `fault`: major-fault counts and, behind an option, fault latency;
-//! - `target`: following a process tree (attach by pid or name).
+//! - `target`: following a process tree (attach by pid or name);
+//! - `task`: per-task span stamps (task-local storage).
 //!
 //! Field offsets of classic tracepoints are not compiled in: userspace reads
 //! them from the running kernel's tracefs `format` files and writes them to
@@ -25,6 +26,8 @@
 // eBPF crate is built with the nightly toolchain anyway (build-std).
 #![allow(internal_features)]
 #![feature(core_intrinsics)]
+// Loads at fixed context offsets (`shared::tracepoint_field`).
+#![feature(asm_experimental_arch)]
 
 mod fault;
 mod kswapd;
@@ -35,6 +38,7 @@ mod shared;
 mod stall;
 mod swap;
 mod target;
+mod task;
 mod zone;
 
 #[cfg(not(test))]

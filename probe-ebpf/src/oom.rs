@@ -11,7 +11,7 @@ use aya_ebpf::{
 };
 use vmtrace_common::{Counter, MAX_NODES, MAX_ZONES, OomVictim, zone_cell};
 
-use crate::shared::{count, fields, in_target, now_ns, tracepoint_field, tracepoint_str};
+use crate::shared::{count, field, in_target, now_ns, tracepoint_field, tracepoint_str};
 
 /// Room for about 80 victims between two reads.
 #[map]
@@ -20,24 +20,23 @@ static OOM_VICTIMS: RingBuf = RingBuf::with_byte_size(8192, 0);
 #[tracepoint]
 pub fn mark_victim(ctx: TracePointContext) -> u32 {
     count(Counter::OomVictims, 1);
-    let f = fields();
     let Some(mut entry) = OOM_VICTIMS.reserve::<OomVictim>(0) else {
         count(Counter::OomRecordsDropped, 1);
         return 0;
     };
     let mut v = OomVictim {
         time_ns: now_ns(),
-        total_vm_kb: tracepoint_field(&ctx, f.mark_victim_total_vm),
-        anon_rss_kb: tracepoint_field(&ctx, f.mark_victim_anon_rss),
-        file_rss_kb: tracepoint_field(&ctx, f.mark_victim_file_rss),
-        shmem_rss_kb: tracepoint_field(&ctx, f.mark_victim_shmem_rss),
-        pid: tracepoint_field(&ctx, f.mark_victim_pid) as u32,
+        total_vm_kb: tracepoint_field(&ctx, field!(mark_victim_total_vm)),
+        anon_rss_kb: tracepoint_field(&ctx, field!(mark_victim_anon_rss)),
+        file_rss_kb: tracepoint_field(&ctx, field!(mark_victim_file_rss)),
+        shmem_rss_kb: tracepoint_field(&ctx, field!(mark_victim_shmem_rss)),
+        pid: tracepoint_field(&ctx, field!(mark_victim_pid)) as u32,
         // The OOM is run by the task that could not get memory: in a memcg
         // OOM, a task of that memcg.
         target: in_target() as u32,
         comm: [0; 16],
     };
-    tracepoint_str(&ctx, f.mark_victim_comm, &mut v.comm);
+    tracepoint_str(&ctx, field!(mark_victim_comm), &mut v.comm);
     entry.write(v);
     entry.submit(0);
     0
@@ -50,9 +49,8 @@ static RECLAIM_RETRY_ZONE: PerCpuArray<u64> =
 
 #[tracepoint]
 pub fn reclaim_retry_zone(ctx: TracePointContext) -> u32 {
-    let f = fields();
-    let node = tracepoint_field(&ctx, f.reclaim_retry_zone_node) as u32;
-    let zone = tracepoint_field(&ctx, f.reclaim_retry_zone_zone_idx) as u32;
+    let node = tracepoint_field(&ctx, field!(reclaim_retry_zone_node)) as u32;
+    let zone = tracepoint_field(&ctx, field!(reclaim_retry_zone_zone_idx)) as u32;
     if node >= MAX_NODES || zone >= MAX_ZONES {
         count(Counter::NodeOutOfRange, 1);
         return 0;

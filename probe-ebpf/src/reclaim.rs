@@ -1,10 +1,11 @@
 //! Direct reclaim and memcg reclaim: how long each target task stalled in
 //! reclaim, and how many pages each reclaim freed.
 //!
-//! `mm_vmscan_{direct,memcg}_reclaim_begin` stamps the task in
-//! `RECLAIM_START`; `..._end` takes the stamp out and folds the stall into
-//! the context's histogram. The stamp also tells `lru` whose reclaim a
-//! shrink belongs to, so it is kept for every task, target or not.
+//! `mm_vmscan_{direct,memcg}_reclaim_begin` stamps the task (its
+//! `task::TASK_SPANS` cell); `..._end` takes the stamp out and folds the
+//! stall into the context's histogram. The stamp also tells `lru` whose
+//! reclaim a shrink belongs to, so it is kept for every task, target or
+//! not.
 //!
 //! Also here: the allocation orders that sent target tasks into reclaim
 //! (`RECLAIM_ORDER`) and, per process, the total time stalled
@@ -13,16 +14,17 @@
 use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
     macros::{map, tracepoint},
-    maps::{HashMap, LruHashMap, PerCpuArray},
+    maps::{LruHashMap, PerCpuArray},
     programs::TracePointContext,
 };
-use aya_log_ebpf::warn;
 use vmtrace_common::{
-    Counter, Field, Hist, MAX_STALLERS, MAX_TASKS_IN_RECLAIM, ORDERS, ReclaimContext, ReclaimStart,
-    Staller, order_cell,
+    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, ReclaimStart, Staller, order_cell,
 };
 
-use crate::shared::{count, current_tid, fields, in_target, now_ns, record, tracepoint_field};
+use crate::{
+    shared::{count, field, in_target, now_ns, record, tracepoint_field},
+    task::TASK_SPANS,
+};
 
 /// Reclaims of target tasks per (context, allocation order).
 #[map]
@@ -33,42 +35,36 @@ static RECLAIM_ORDER: PerCpuArray<u64> =
 #[map]
 static RECLAIM_STALLERS: LruHashMap<u32, Staller> = LruHashMap::with_max_entries(MAX_STALLERS, 0);
 
-/// Tasks inside a direct or memcg reclaim, by thread id.
-#[map]
-pub static RECLAIM_START: HashMap<u32, ReclaimStart> =
-    HashMap::with_max_entries(MAX_TASKS_IN_RECLAIM, 0);
-
 #[tracepoint]
 pub fn direct_reclaim_begin(ctx: TracePointContext) -> u32 {
-    let order = fields().direct_reclaim_begin_order;
+    let order = field!(direct_reclaim_begin_order);
     begin(&ctx, ReclaimContext::Direct, order);
     0
 }
 
 #[tracepoint]
 pub fn direct_reclaim_end(ctx: TracePointContext) -> u32 {
-    let nr_reclaimed = fields().direct_reclaim_end_nr_reclaimed;
+    let nr_reclaimed = field!(direct_reclaim_end_nr_reclaimed);
     end(&ctx, nr_reclaimed);
     0
 }
 
 #[tracepoint]
 pub fn memcg_reclaim_begin(ctx: TracePointContext) -> u32 {
-    let order = fields().memcg_reclaim_begin_order;
+    let order = field!(memcg_reclaim_begin_order);
     begin(&ctx, ReclaimContext::Memcg, order);
     0
 }
 
 #[tracepoint]
 pub fn memcg_reclaim_end(ctx: TracePointContext) -> u32 {
-    let nr_reclaimed = fields().memcg_reclaim_end_nr_reclaimed;
+    let nr_reclaimed = field!(memcg_reclaim_end_nr_reclaimed);
     end(&ctx, nr_reclaimed);
     0
 }
 
 #[inline(always)]
 fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
-    let tid = current_tid();
     let target = in_target();
     if target {
         let order = tracepoint_field(ctx, order) as u32;
@@ -77,30 +73,32 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
             unsafe { *cell += 1 };
         }
     }
-    let start = ReclaimStart {
-        start_ns: now_ns(),
-        context: context as u32,
-        target: target as u32,
-    };
-    if RECLAIM_START.insert(&tid, &start, 0).is_err() {
+    let Some(spans) = TASK_SPANS.current() else {
         count(Counter::ReclaimStartDropped, 1);
-        warn!(
-            ctx,
-            "vmtrace: reclaim map full, stall of tid {} not timed", tid
-        );
-    }
+        return;
+    };
+    spans.reclaim_start_ns = now_ns();
+    spans.reclaim_context = context as u32;
+    spans.reclaim_target = target as u32;
 }
 
 #[inline(always)]
 fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
-    let tid = current_tid();
-    let Some(start) = RECLAIM_START.get_ptr(&tid) else {
-        count(Counter::ReclaimEndUnmatched, 1);
-        return;
+    let start = match TASK_SPANS.current_if_any() {
+        Some(spans) if spans.reclaim_start_ns != 0 => {
+            let start = ReclaimStart {
+                start_ns: spans.reclaim_start_ns,
+                context: spans.reclaim_context,
+                target: spans.reclaim_target,
+            };
+            spans.reclaim_start_ns = 0;
+            start
+        }
+        _ => {
+            count(Counter::ReclaimEndUnmatched, 1);
+            return;
+        }
     };
-    // SAFETY: the entry is this task's own; only this task removes it.
-    let start = unsafe { *start };
-    let _ = RECLAIM_START.remove(&tid);
     let stall = now_ns().saturating_sub(start.start_ns);
     add_stall(&start, stall);
     if start.target == 0 {

@@ -6,56 +6,50 @@
 
 use aya_ebpf::{
     macros::{map, tracepoint},
-    maps::{LruHashMap, PerCpuArray},
+    maps::PerCpuArray,
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, Hist, MAX_TASKS_IN_SPAN, THROTTLE_REASONS};
+use vmtrace_common::{Counter, Hist, THROTTLE_REASONS};
 
-use crate::shared::{count, current_tid, fields, in_target, now_ns, record, tracepoint_field};
-
-/// Start of the shrinker call each task is in.
-#[map]
-static SLAB_START: LruHashMap<u32, u64> = LruHashMap::with_max_entries(MAX_TASKS_IN_SPAN, 0);
-
-/// Start of the compaction run each target task is in.
-#[map]
-static COMPACTION_START: LruHashMap<u32, u64> = LruHashMap::with_max_entries(MAX_TASKS_IN_SPAN, 0);
+use crate::{
+    shared::{count, field, in_target, now_ns, record, tracepoint_field},
+    task::{TASK_SPANS, TaskSpans},
+};
 
 /// Throttling events of target tasks per reason bit.
 #[map]
 static THROTTLE_REASON: PerCpuArray<u64> = PerCpuArray::with_max_entries(THROTTLE_REASONS, 0);
 
+/// Stamps the current task's span `at` (in its `TASK_SPANS` cell).
 #[inline(always)]
-fn stamp(map: &LruHashMap<u32, u64>) {
-    if map.insert(&current_tid(), &now_ns(), 0).is_err() {
-        count(Counter::SpanStartDropped, 1);
+fn stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) {
+    match TASK_SPANS.current() {
+        Some(spans) => *at(spans) = now_ns(),
+        None => count(Counter::SpanStartDropped, 1),
     }
 }
 
-/// Time since the current task's stamp, which is removed.
+/// Time since the current task's stamp `at`, which is cleared.
 #[inline(always)]
-fn since_stamp(map: &LruHashMap<u32, u64>) -> Option<u64> {
-    let tid = current_tid();
-    let start = map.get_ptr(&tid)?;
-    // SAFETY: the entry belongs to the current task.
-    let start = unsafe { *start };
-    let _ = map.remove(&tid);
-    Some(now_ns().saturating_sub(start))
+fn since_stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) -> Option<u64> {
+    let start = at(TASK_SPANS.current_if_any()?);
+    let started = core::mem::replace(start, 0);
+    (started != 0).then(|| now_ns().saturating_sub(started))
 }
 
 #[tracepoint]
 pub fn shrink_slab_start(_ctx: TracePointContext) -> u32 {
-    stamp(&SLAB_START);
+    stamp(|s| &mut s.slab_start_ns);
     0
 }
 
 #[tracepoint]
 pub fn shrink_slab_end(ctx: TracePointContext) -> u32 {
-    if let Some(took) = since_stamp(&SLAB_START) {
+    if let Some(took) = since_stamp(|s| &mut s.slab_start_ns) {
         record(Hist::SlabShrink, took);
         count(
             Counter::SlabFreed,
-            tracepoint_field(&ctx, fields().shrink_slab_end_retval),
+            tracepoint_field(&ctx, field!(shrink_slab_end_retval)),
         );
     }
     0
@@ -67,11 +61,10 @@ pub fn throttled(ctx: TracePointContext) -> u32 {
     if !in_target() {
         return 0;
     }
-    let f = fields();
-    let delayed_us = tracepoint_field(&ctx, f.throttled_usec_delayed);
+    let delayed_us = tracepoint_field(&ctx, field!(throttled_usec_delayed));
     // (saturating_mul would need a 128-bit multiply, which BPF lacks)
     record(Hist::Throttle, delayed_us.min(u64::MAX / 1000) * 1000);
-    let reason = tracepoint_field(&ctx, f.throttled_reason);
+    let reason = tracepoint_field(&ctx, field!(throttled_reason));
     for bit in 0..THROTTLE_REASONS {
         if reason & (1 << bit) != 0
             && let Some(cell) = THROTTLE_REASON.get_ptr_mut(bit)
@@ -87,14 +80,14 @@ pub fn throttled(ctx: TracePointContext) -> u32 {
 pub fn compaction_begin(_ctx: TracePointContext) -> u32 {
     count(Counter::CompactionsAll, 1);
     if in_target() {
-        stamp(&COMPACTION_START);
+        stamp(|s| &mut s.compaction_start_ns);
     }
     0
 }
 
 #[tracepoint]
 pub fn compaction_end(_ctx: TracePointContext) -> u32 {
-    if let Some(took) = since_stamp(&COMPACTION_START) {
+    if let Some(took) = since_stamp(|s| &mut s.compaction_start_ns) {
         record(Hist::Compaction, took);
     }
     0

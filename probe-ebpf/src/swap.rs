@@ -7,20 +7,20 @@
 //! partition), timed from `block_rq_issue` to `block_rq_complete`.
 
 use aya_ebpf::{
-    helpers::bpf_probe_read_kernel,
     macros::{btf_tracepoint, map, tracepoint},
-    maps::HashMap,
+    maps::Array,
     programs::{BtfTracePointContext, TracePointContext},
 };
 use vmtrace_common::{
-    Counter, Field, Hist, IoStart, MAX_IO_IN_FLIGHT, MAX_SWAP_EXTENTS, RECLAIM_WB_ANON, SwapExtents,
+    Counter, Field, Hist, IO_QUEUES, IO_SLOTS, IO_TAGS, IoStart, MAX_SWAP_EXTENTS, RECLAIM_WB_ANON,
+    SwapExtents,
 };
 
-use crate::shared::{count, fields, now_ns, record, tracepoint_field};
+use crate::shared::{count, field, now_ns, record, tracepoint_field};
 
 #[tracepoint]
 pub fn write_folio(ctx: TracePointContext) -> u32 {
-    let flags = tracepoint_field(&ctx, fields().write_folio_reclaim_flags);
+    let flags = tracepoint_field(&ctx, field!(write_folio_reclaim_flags));
     if flags & RECLAIM_WB_ANON != 0 {
         count(Counter::WriteFolioAnon, 1);
     } else {
@@ -33,12 +33,16 @@ pub fn write_folio(ctx: TracePointContext) -> u32 {
 #[unsafe(no_mangle)]
 static SWAP_EXTENTS: SwapExtents = SwapExtents::EMPTY;
 
-/// Swap requests in flight, by `struct request` address. A plain hash,
-/// not an LRU one: BPF LRU maps evict per CPU before they are full. In-flight
-/// requests are bounded by the queue depth; a full map is counted in
-/// SwapIoStartDropped.
+/// Swap requests in flight, one slot per (hardware queue, driver tag):
+/// blk-mq gives each in-flight request of a queue its own tag, held from
+/// before `block_rq_issue` to after `block_rq_complete`, so a slot needs no
+/// hash, lock or allocation. A slot also keeps its request's disk and
+/// sector: a completion that finds another request's slot (a request
+/// requeued under a new tag, a completion the program did not see) is
+/// counted in SwapIoUnpaired and never timed. Requests whose queue or tag
+/// falls outside the table are counted in SwapIoStartDropped.
 #[map]
-static SWAP_IO_START: HashMap<u64, IoStart> = HashMap::with_max_entries(MAX_IO_IN_FLIGHT, 0);
+static SWAP_IO: Array<IoStart> = Array::with_max_entries(IO_SLOTS, 0);
 
 /// Whether a request at `sector` of disk `dev` falls in a swap area.
 #[inline(always)]
@@ -65,18 +69,42 @@ fn on_swap(dev: u32, sector: u64) -> bool {
     false
 }
 
-/// Reads an integer member at a BTF-resolved offset from a kernel pointer.
+/// The slot of a request, if its queue and tag fit the table.
+#[inline(always)]
+fn slot(rq: u64) -> Option<u32> {
+    let tag = member(rq, field!(request_tag)) as u32;
+    let queue = member(member(rq, field!(request_mq_hctx)), field!(hctx_queue_num)) as u32;
+    // A negative tag (-1: none) reads as a large u32.
+    (tag < IO_TAGS && queue < IO_QUEUES).then_some(queue * IO_TAGS + tag)
+}
+
+/// Reads an integer member at a BTF-resolved offset from a kernel pointer
+/// the verifier knows the type of (an argument of a BTF tracepoint, or a
+/// pointer member read from one): a direct load, which the verifier turns
+/// into one that cannot fault, at an offset it knows (frozen .rodata).
+/// A null or bad pointer reads 0.
 #[inline(always)]
 fn member(base: u64, field: Field) -> u64 {
-    let p = (base as usize + field.offset as usize) as *const u8;
-    // SAFETY: bpf_probe_read_kernel checks the address; a bad one reads 0.
+    let p = (base + field.offset as u64) as *const u8;
+    // SAFETY: see above; the kernel checks the access against BTF.
     unsafe {
         match field.size {
-            8 => bpf_probe_read_kernel(p as *const u64).unwrap_or(0),
-            4 => bpf_probe_read_kernel(p as *const u32).map_or(0, u64::from),
+            8 => core::ptr::read_volatile(p as *const u64),
+            4 => core::ptr::read_volatile(p as *const u32) as u64,
             _ => 0,
         }
     }
+}
+
+/// The disk of a request, as (major << 20 | first minor); 0 without one.
+#[inline(always)]
+fn disk(rq: u64) -> u32 {
+    let disk = member(member(rq, field!(request_q)), field!(request_queue_disk));
+    if disk == 0 {
+        return 0;
+    }
+    ((member(disk, field!(gendisk_major)) as u32) << 20)
+        | member(disk, field!(gendisk_first_minor)) as u32
 }
 
 /// REQ_OP_READ and REQ_OP_WRITE, the low bits of `cmd_flags`.
@@ -92,41 +120,53 @@ const REQ_OP_WRITE: u64 = 1;
 #[btf_tracepoint(function = "block_rq_issue")]
 pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
     let rq: u64 = ctx.arg(0);
-    let f = fields();
-    let sector = member(rq, f.request_sector);
-    let disk = member(member(rq, f.request_q), f.request_queue_disk);
-    if disk == 0 {
+    let dev = disk(rq);
+    let sector = member(rq, field!(request_sector));
+    if dev == 0 || !on_swap(dev, sector) {
         return 0;
     }
-    let dev =
-        ((member(disk, f.gendisk_major) as u32) << 20) | member(disk, f.gendisk_first_minor) as u32;
-    if !on_swap(dev, sector) {
-        return 0;
-    }
-    let op = member(rq, f.request_cmd_flags) & REQ_OP_MASK;
+    let op = member(rq, field!(request_cmd_flags)) & REQ_OP_MASK;
     if op != REQ_OP_READ && op != REQ_OP_WRITE {
         return 0;
     }
-    let start = IoStart {
-        start_ns: now_ns(),
-        write: (op == REQ_OP_WRITE) as u32,
-        nr_sector: (member(rq, f.request_data_len) >> 9) as u32,
-    };
-    if SWAP_IO_START.insert(&rq, &start, 0).is_err() {
+    let Some(cell) = slot(rq).and_then(|i| SWAP_IO.get_ptr_mut(i)) else {
         count(Counter::SwapIoStartDropped, 1);
+        return 0;
+    };
+    // SAFETY: a live array slot; only this request's issue and
+    // completion touch it while the request holds its tag.
+    let cell = unsafe { &mut *cell };
+    if cell.start_ns != 0 {
+        count(Counter::SwapIoUnpaired, 1);
     }
+    *cell = IoStart {
+        start_ns: now_ns(),
+        sector,
+        dev,
+        write: (op == REQ_OP_WRITE) as u32,
+        nr_sector: (member(rq, field!(request_data_len)) >> 9) as u32,
+        _pad: 0,
+    };
     0
 }
 
 #[btf_tracepoint(function = "block_rq_complete")]
 pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
     let rq: u64 = ctx.arg(0);
-    let Some(start) = SWAP_IO_START.get_ptr(&rq) else {
+    let Some(cell) = slot(rq).and_then(|i| SWAP_IO.get_ptr_mut(i)) else {
         return 0;
     };
-    // SAFETY: a live entry, removed right after.
-    let start = unsafe { *start };
-    let _ = SWAP_IO_START.remove(&rq);
+    // SAFETY: as in block_rq_issue.
+    let cell = unsafe { &mut *cell };
+    if cell.start_ns == 0 {
+        return 0;
+    }
+    let start = *cell;
+    cell.start_ns = 0;
+    if start.sector != member(rq, field!(request_sector)) || start.dev != disk(rq) {
+        count(Counter::SwapIoUnpaired, 1);
+        return 0;
+    }
     let took = now_ns().saturating_sub(start.start_ns);
     let sectors = start.nr_sector as u64;
     if start.write != 0 {

@@ -6,7 +6,7 @@
 use aya_ebpf::{macros::tracepoint, programs::TracePointContext};
 use vmtrace_common::Counter;
 
-use crate::shared::{TARGET_PIDS, count, current_tid, fields, target, tracepoint_field};
+use crate::shared::{TARGET_PIDS, count, current_tid, field, target, tracepoint_field};
 
 /// `sched:sched_process_fork`, run in the parent: a target's child (a
 /// process, or a thread until it exits) joins the target.
@@ -20,7 +20,7 @@ pub fn target_fork(ctx: TracePointContext) -> u32 {
     if unsafe { TARGET_PIDS.get(&tgid) }.is_none() {
         return 0;
     }
-    let child = tracepoint_field(&ctx, fields().fork_child_pid) as u32;
+    let child = tracepoint_field(&ctx, field!(fork_child_pid)) as u32;
     if child == 0 {
         return 0;
     }

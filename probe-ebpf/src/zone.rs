@@ -10,7 +10,7 @@ use aya_ebpf::{
 };
 use vmtrace_common::{Counter, MAX_NODES, MAX_ZONE_SPANS, MAX_ZONES, ZoneSpans, zone_cell};
 
-use crate::shared::{count, fields, tracepoint_field};
+use crate::shared::{count, field, tracepoint_field};
 
 /// Zone pfn ranges (written by userspace at load time).
 #[unsafe(no_mangle)]
@@ -22,9 +22,8 @@ static PAGE_ALLOC: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_NODES * 
 
 #[tracepoint]
 pub fn page_alloc(ctx: TracePointContext) -> u32 {
-    let f = fields();
-    let pfn = tracepoint_field(&ctx, f.page_alloc_pfn);
-    let pages = 1u64 << (tracepoint_field(&ctx, f.page_alloc_order) & 63);
+    let pfn = tracepoint_field(&ctx, field!(page_alloc_pfn));
+    let pages = 1u64 << (tracepoint_field(&ctx, field!(page_alloc_order)) & 63);
     // SAFETY: volatile reads of a read-only global.
     let n = unsafe { core::ptr::read_volatile(&ZONE_SPANS.count) } as usize;
     for i in 0..MAX_ZONE_SPANS {

@@ -12,12 +12,6 @@ pub mod hist;
 /// or above this are counted in [`Counter::NodeOutOfRange`].
 pub const MAX_NODES: u32 = 64;
 
-/// Entries in the per-task "reclaim in progress" map. A task is in at most
-/// one reclaim at a time, so this bounds the number of tasks stalled in
-/// reclaim at the same moment; inserts beyond it are counted in
-/// [`Counter::ReclaimStartDropped`], never lost silently.
-pub const MAX_TASKS_IN_RECLAIM: u32 = 16384;
-
 /// Entries in the per-task "fault in progress" map (fault latency only).
 pub const MAX_TASKS_IN_FAULT: u32 = 65536;
 
@@ -68,7 +62,7 @@ signal_ids! {
         /// Minor faults of target tasks (only counted with --fault-latency).
         MinorFaultsTarget => ("minor_faults_target", "minor faults of the target (--fault-latency)"),
         /// Reclaim begins not recorded because the per-task map was full.
-        ReclaimStartDropped => ("reclaim_start_dropped", "reclaim begins dropped (map full)"),
+        ReclaimStartDropped => ("reclaim_start_dropped", "reclaim begins dropped (no task storage)"),
         /// Reclaim ends seen without a begin (tracing started mid-reclaim).
         ReclaimEndUnmatched => ("reclaim_end_unmatched", "reclaim ends without a begin"),
         /// Fault starts not recorded because the per-task map was full.
@@ -90,7 +84,7 @@ signal_ids! {
         /// Compaction runs, every task (direct, kcompactd, proactive).
         CompactionsAll => ("compactions_all", "compaction runs, every task"),
         /// Slab/compaction starts not recorded because the map was full.
-        SpanStartDropped => ("span_start_dropped", "slab/compaction starts dropped (map full)"),
+        SpanStartDropped => ("span_start_dropped", "slab/compaction starts dropped (no task storage)"),
         /// Kernel-mode page faults of target tasks (`page_fault_kernel`).
         KernelFaultsTarget => ("kernel_faults_target", "kernel-mode faults of the target"),
         /// Threads of the target that exited (their faults are counted).
@@ -107,6 +101,9 @@ signal_ids! {
         SwapReadSectors => ("swap_read_sectors", "sectors read from swap"),
         /// Swap I/O issues not recorded because the map was full.
         SwapIoStartDropped => ("swap_io_start_dropped", "swap I/O issues dropped (map full)"),
+        /// Swap I/O slots found holding another request's issue (at a
+        /// completion, or overwritten by a new issue): not timed.
+        SwapIoUnpaired => ("swap_io_unpaired", "swap I/O issue/completion pairs that did not match"),
         /// Page allocations whose pfn fell in no known zone span.
         PageAllocNoZone => ("page_alloc_no_zone", "page allocations in no known zone"),
         /// Entries created in the per-process and per-name tables (LRU maps:
@@ -221,18 +218,27 @@ impl SwapExtents {
     };
 }
 
-/// An in-flight swap request.
+/// An in-flight swap request (a slot of `SWAP_IO`; `start_ns` 0 = free).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoStart {
     pub start_ns: u64,
+    /// The request's first sector and disk at issue, checked at
+    /// completion.
+    pub sector: u64,
+    pub dev: u32,
     /// 1 for a write, 0 for a read.
     pub write: u32,
     pub nr_sector: u32,
+    pub _pad: u32,
 }
 
-/// Swap requests in flight at once that can be timed.
-pub const MAX_IO_IN_FLIGHT: u32 = 16384;
+/// `SWAP_IO` has a slot per (hardware queue, driver tag) for queues
+/// numbered below `IO_QUEUES` and tags below `IO_TAGS` (blk-mq queue
+/// depths are at most 1024 on common drivers: virtio-blk 256, NVMe 1023).
+pub const IO_QUEUES: u32 = 64;
+pub const IO_TAGS: u32 = 1024;
+pub const IO_SLOTS: u32 = IO_QUEUES * IO_TAGS;
 
 /// LRU lists as `mm_vmscan_lru_isolate.lru` numbers them (enum lru_list).
 pub const LRU_LISTS: u32 = 5;
@@ -258,9 +264,6 @@ pub const fn isolate_cell(zone: u32, lru: u32) -> u32 {
 /// `mm_vmscan_throttled` reasons (bit numbers of `reason`), in order:
 /// VMSCAN_THROTTLE_WRITEBACK, _ISOLATED, _NOPROGRESS, _CONGESTED.
 pub const THROTTLE_REASONS: u32 = 4;
-
-/// Entries in the per-task slab/compaction start maps (LRU).
-pub const MAX_TASKS_IN_SPAN: u32 = 16384;
 
 /// Who was reclaiming when the LRU was shrunk. Decided in the kernel from
 /// the per-task reclaim map (direct/memcg) and the task name (kswapd).
@@ -487,6 +490,11 @@ impl Field {
     pub const ABSENT: Field = Field { offset: 0, size: 0 };
 }
 
+/// Tracepoint programs read their record with direct loads at fixed
+/// offsets below this (probe-ebpf `shared::tracepoint_field`); a field
+/// that ends past it is treated as absent by the planner.
+pub const RECORD_READ_LIMIT: u16 = 128;
+
 /// Field offsets of every classic tracepoint vmtrace reads, filled in by the
 /// collector from tracefs before the programs are loaded (global `FIELDS`).
 /// A field left [`Field::ABSENT`] reads as 0.
@@ -582,6 +590,11 @@ pub struct Fields {
     pub request_queue_disk: Field,
     pub gendisk_major: Field,
     pub gendisk_first_minor: Field,
+    /// `request.tag` (the driver tag), `request.mq_hctx` and
+    /// `blk_mq_hw_ctx.queue_num`: the request's slot in `SWAP_IO`.
+    pub request_tag: Field,
+    pub request_mq_hctx: Field,
+    pub hctx_queue_num: Field,
     /// `kmem:mm_page_alloc` pfn and order.
     pub page_alloc_pfn: Field,
     pub page_alloc_order: Field,
@@ -639,7 +652,8 @@ pub mod names {
     pub const ZONE_SPANS: &str = "ZONE_SPANS";
     pub const PAGE_ALLOC: &str = "PAGE_ALLOC";
     pub const RECLAIM_RETRY_ZONE: &str = "RECLAIM_RETRY_ZONE";
-    pub const RECLAIM_START: &str = "RECLAIM_START";
+    pub const TASK_SPANS: &str = "TASK_SPANS";
+    pub const SWAP_IO: &str = "SWAP_IO";
     pub const FAULT_START: &str = "FAULT_START";
     pub const FIELDS: &str = "FIELDS";
     pub const TARGET: &str = "TARGET";
@@ -667,7 +681,8 @@ pub mod names {
         LRU_ISOLATE,
         PAGE_ALLOC,
         RECLAIM_RETRY_ZONE,
-        RECLAIM_START,
+        TASK_SPANS,
+        SWAP_IO,
         FAULT_START,
         TARGET_PIDS,
     ];

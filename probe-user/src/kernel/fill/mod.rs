@@ -81,6 +81,7 @@ fn dropped(totals: &KernelTotals) -> Dropped {
         node_out_of_range: totals.counter(Counter::NodeOutOfRange),
         oom_records_lost: totals.counter(Counter::OomRecordsDropped),
         swap_io_map_full: totals.counter(Counter::SwapIoStartDropped),
+        swap_io_unpaired: totals.counter(Counter::SwapIoUnpaired),
         evicted: evicted(totals),
         program_misses: Vec::new(),
     }

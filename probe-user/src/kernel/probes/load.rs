@@ -147,6 +147,9 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         .override_global(names::SWAP_EXTENTS, &layout.swap, true)
         .override_global(names::ZONE_SPANS, &layout.zones, true)
         .override_global(names::FAULT_LATENCY, &u32::from(layout.fault_latency), true)
+        // TASK_SPANS is task storage, which aya creates but has no
+        // userspace type for; only the programs use it.
+        .allow_unsupported_maps()
         .load(OBJECT)
         .map_err(|e| {
             let e = anyhow::Error::new(e);
@@ -187,8 +190,12 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
                 for p in metric.programs {
                     detach_program(&mut ebpf, p);
                 }
-                // The verifier's log spans lines; a notice is one line.
+                // The verifier's log spans lines; a notice is one line
+                // (VMTRACE_VERIFIER_LOG=1 prints all of it, for developers).
                 let reason = format!("{e:#}");
+                if std::env::var_os("VMTRACE_VERIFIER_LOG").is_some() {
+                    eprintln!("vmtrace: {}: {reason}", metric.id);
+                }
                 let reason = reason.lines().next().unwrap_or("").trim_end_matches(':');
                 attach_failures.push((metric.id, reason.to_string()));
             }

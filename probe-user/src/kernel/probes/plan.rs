@@ -139,6 +139,12 @@ fn resolve_fields(
 ) -> Result<(), Missing> {
     for used in program.fields {
         let problem = match format.field(used.name) {
+            Some(def) if def.offset + def.size > vmtrace_common::RECORD_READ_LIMIT => format!(
+                "{system}:{event} field {} lies at byte {}, past the {} bytes vmtrace reads",
+                used.name,
+                def.offset,
+                vmtrace_common::RECORD_READ_LIMIT
+            ),
             Some(def) if matches!(def.size, 1 | 2 | 4 | 8) => {
                 *(used.slot)(&mut r.fields) = Field {
                     offset: def.offset,
@@ -281,6 +287,9 @@ mod tests {
                 ("request_queue", "disk") => Some(88),
                 ("gendisk", "major") => Some(0),
                 ("gendisk", "first_minor") => Some(4),
+                ("request", "tag") => Some(32),
+                ("request", "mq_hctx") => Some(16),
+                ("blk_mq_hw_ctx", "queue_num") => Some(196),
                 _ => None,
             }
         }

@@ -88,7 +88,8 @@ fn not_accounted(o: &mut String, report: &RunReport) -> Result {
         + d.fault_start_map_full
         + d.node_out_of_range
         + d.oom_records_lost
-        + d.swap_io_map_full;
+        + d.swap_io_map_full
+        + d.swap_io_unpaired;
     if lost == 0 && d.reclaim_end_without_begin == 0 {
         return Ok(());
     }
@@ -106,9 +107,15 @@ fn not_accounted(o: &mut String, report: &RunReport) -> Result {
     writeln!(o, "  without a begin (reclaims already running at attach),")?;
     writeln!(
         o,
-        "  {} OOM victim records (ring buffer full), {} swap I/Os (map full)",
+        "  {} OOM victim records (ring buffer full), {} swap I/Os (queue",
         d.oom_records_lost, d.swap_io_map_full
-    )
+    )?;
+    writeln!(
+        o,
+        "  or tag past the table), {} swap I/O issues and completions",
+        d.swap_io_unpaired
+    )?;
+    writeln!(o, "  that did not pair (not timed)")
 }
 
 /// `notice: <metric> unavailable|incomplete: <reason>` per metric.

@@ -1,0 +1,98 @@
+//! Per-task state in task-local storage (BPF_MAP_TYPE_TASK_STORAGE): the
+//! start stamps of the spans vmtrace times per task (a direct or memcg
+//! reclaim, a shrinker call, a compaction run).
+//!
+//! A hash keyed by thread id costs an insert and a delete per span (a
+//! bucket lock and an element taken from and returned to a free list:
+//! most of the ~800 ns the reclaim programs cost with one, see
+//! docs/BENCHMARKS.md). Task storage hangs off `task_struct` itself: a
+//! lookup is a pointer walk, the stamps are overwritten in place, and the
+//! kernel frees the cell when the task is freed, so no entry outlives its
+//! task and no table fills up.
+//!
+//! aya-ebpf 0.2 has no task storage type: this is the BTF map definition
+//! libbpf's loaders (and aya's) read from the `.maps` section: each
+//! member's pointee type encodes one attribute.
+
+use core::{ffi::c_void, ptr};
+
+use aya_ebpf::{
+    bindings::{BPF_F_NO_PREALLOC, BPF_LOCAL_STORAGE_GET_F_CREATE},
+    helpers::generated::{bpf_get_current_task_btf, bpf_task_storage_get},
+    macros::btf_map,
+};
+
+/// BPF_MAP_TYPE_TASK_STORAGE (include/uapi/linux/bpf.h).
+const MAP_TYPE_TASK_STORAGE: usize = 29;
+
+#[repr(C)]
+pub struct TaskStorage<T> {
+    r#type: *const [i32; MAP_TYPE_TASK_STORAGE],
+    key: *const i32,
+    value: *const T,
+    max_entries: *const [i32; 0],
+    map_flags: *const [i32; BPF_F_NO_PREALLOC as usize],
+}
+
+// SAFETY: the members are never dereferenced; they only carry types
+// for BTF. A static map definition must be Sync.
+unsafe impl<T> Sync for TaskStorage<T> {}
+
+impl<T> TaskStorage<T> {
+    pub const fn new() -> Self {
+        Self {
+            r#type: ptr::null(),
+            key: ptr::null(),
+            value: ptr::null(),
+            max_entries: ptr::null(),
+            map_flags: ptr::null(),
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, flags: u64) -> Option<&mut T> {
+        // SAFETY: the current task is valid for the program's run; the
+        // helper returns this map's cell of it or null (none yet without
+        // F_CREATE; no memory; or the CPU is already inside a storage
+        // operation, which the helper refuses rather than deadlock).
+        unsafe {
+            let task = bpf_get_current_task_btf();
+            let cell = bpf_task_storage_get(
+                ptr::from_ref(self).cast_mut().cast::<c_void>(),
+                task,
+                ptr::null_mut(),
+                flags,
+            );
+            cell.cast::<T>().as_mut()
+        }
+    }
+
+    /// The current task's cell, created zeroed when it has none.
+    #[inline(always)]
+    pub fn current(&self) -> Option<&mut T> {
+        self.get(BPF_LOCAL_STORAGE_GET_F_CREATE.into())
+    }
+
+    /// The current task's cell, if it has one.
+    #[inline(always)]
+    pub fn current_if_any(&self) -> Option<&mut T> {
+        self.get(0)
+    }
+}
+
+/// Start stamps of the current task's open spans; 0 = none open.
+#[repr(C)]
+pub struct TaskSpans {
+    /// Direct or memcg reclaim: start, context, and whether the task was
+    /// in the target then.
+    pub reclaim_start_ns: u64,
+    pub reclaim_context: u32,
+    pub reclaim_target: u32,
+    /// The shrinker call (`mm_shrink_slab_start`).
+    pub slab_start_ns: u64,
+    /// The compaction run of a target task.
+    pub compaction_start_ns: u64,
+}
+
+#[btf_map]
+pub static TASK_SPANS: TaskStorage<TaskSpans> = TaskStorage::new();
