@@ -30,5 +30,6 @@ mod reclaim;
 mod refusals;
 mod reports;
 mod swapcause;
+mod swapio;
 mod workloads;
 mod zones;

@@ -11,6 +11,7 @@
 //! for vmtrace and bpftrace. Nothing here is a pass/fail test: the
 //! results go to a Markdown file (docs/BENCHMARKS.md quotes it).
 
+mod costs;
 mod tools;
 
 use std::{
@@ -665,34 +666,8 @@ fn section(
             recorded.join(", ")
         );
     }
-    for (tool, m) in costs {
-        let _ = writeln!(md);
-        let total_runs: u64 = m.programs.iter().map(|p| p.1).sum();
-        let total_ns: u64 = m.programs.iter().map(|p| p.2).sum();
-        let _ = writeln!(
-            md,
-            "{} eBPF programs with kernel.bpf_stats_enabled (one more run, untimed: {:.2} s elapsed): {} runs, {:.0} runs/s, {:.1} ms in all.",
-            tool.name(),
-            m.wall_s,
-            total_runs,
-            total_runs as f64 / m.wall_s.max(1e-3),
-            total_ns as f64 / 1e6
-        );
-        let _ = writeln!(md);
-        let _ = writeln!(md, "| program | runs | runs/s | ns per run | total ms |");
-        let _ = writeln!(md, "|---|---|---|---|---|");
-        let mut rows: Vec<&(String, u64, u64)> = m.programs.iter().filter(|p| p.1 > 0).collect();
-        rows.sort_by_key(|p| std::cmp::Reverse(p.1));
-        for (name, runs, ns) in rows {
-            let _ = writeln!(
-                md,
-                "| {name} | {runs} | {:.0} | {} | {:.2} |",
-                *runs as f64 / m.wall_s.max(1e-3),
-                ns / runs.max(&1),
-                *ns as f64 / 1e6
-            );
-        }
-    }
+    md.push_str(&costs::per_tool(costs));
+    md.push_str(&costs::side_by_side(costs));
     md
 }
 

@@ -8,7 +8,8 @@
 //!   directory of links to the nightly's libLLVM, kept under $CARGO_HOME,
 //!   so it runs outside `rustup run` too;
 //! - Debian packages the tests use (util-linux: mkswap, setpriv; make and
-//!   gcc for the build workload; python3 and pip; busybox-static,
+//!   gcc for the build workload; python3 and pip; bpftrace for the swap
+//!   I/O test; busybox-static,
 //!   e2fsprogs and xz-utils for `vmtrace kernels`);
 //! - QEMU for `vmtrace kernels` (Debian's, or a private copy where
 //!   installing Debian's would remove a package: see `qemu`);
@@ -53,6 +54,8 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     // `vmtrace kernels`: guests, their initramfs and disks, Debian's
     // compressed kernel modules. Only the tests boot guests; the main
     // job does not need QEMU.
+    // The swap I/O test's independent timing of the same requests.
+    ("bpftrace", "bpftrace", Need::Test),
     ("busybox", "busybox-static", Need::Test),
     ("mkfs.ext4", "e2fsprogs", Need::Test),
     ("xz", "xz-utils", Need::Test),

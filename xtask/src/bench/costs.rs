@@ -1,0 +1,216 @@
+//! The eBPF programs' own run time (kernel.bpf_stats_enabled), vmtrace's
+//! and bpftrace's side by side per signal, and the ratio of the totals:
+//! the steady measure of what tracing costs (elapsed-time ratios drown in
+//! this machine's noise).
+
+use std::fmt::Write;
+
+use super::{Measured, tools::Tool};
+
+/// vmtrace's program for each of bpftrace's probes (BPFTRACE_PROBES);
+/// None where vmtrace runs nothing for the signal (per-process fault
+/// counts: vmtrace reads the kernel's per-task counters at exit).
+const PAIRS: &[(&str, Option<&str>)] = &[
+    ("direct_reclaim_begin", Some("direct_reclaim_begin")),
+    ("memcg_reclaim_begin", Some("memcg_reclaim_begin")),
+    ("direct_reclaim_end", Some("direct_reclaim_end")),
+    ("memcg_reclaim_end", Some("memcg_reclaim_end")),
+    ("lru_shrink_inactive", Some("lru_shrink_inactive")),
+    ("kswapd_wake", Some("kswapd_wake")),
+    ("write_folio", Some("write_folio")),
+    ("block_rq_issue", Some("block_rq_issue")),
+    ("block_rq_complete", Some("block_rq_complete")),
+    ("page_fault_user", None),
+    ("major-faults", Some("major_fault")),
+];
+
+/// bpftrace's programs are listed as "N (probe)".
+fn probe_of(name: &str) -> &str {
+    name.split_once('(')
+        .map_or(name, |(_, p)| p.trim_end_matches(')'))
+}
+
+/// (runs, ns) of a program by name, 0 when it did not run.
+fn find<'a>(
+    programs: &'a [(String, u64, u64)],
+    name: &str,
+    bt: bool,
+) -> Option<&'a (String, u64, u64)> {
+    programs.iter().find(|p| {
+        if bt {
+            probe_of(&p.0) == name
+        } else {
+            p.0 == name
+        }
+    })
+}
+
+fn per_run(p: Option<&(String, u64, u64)>) -> String {
+    match p {
+        Some((_, runs, ns)) if *runs > 0 => (ns / runs).to_string(),
+        _ => "-".into(),
+    }
+}
+
+fn runs(p: Option<&(String, u64, u64)>) -> String {
+    p.map_or("-".into(), |p| p.1.to_string())
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1e6)
+}
+
+/// Each tool's programs, busiest first.
+pub fn per_tool(costs: &[(Tool, Measured)]) -> String {
+    let mut md = String::new();
+    for (tool, m) in costs {
+        let _ = writeln!(md);
+        let total_runs: u64 = m.programs.iter().map(|p| p.1).sum();
+        let total_ns: u64 = m.programs.iter().map(|p| p.2).sum();
+        let _ = writeln!(
+            md,
+            "{} eBPF programs with kernel.bpf_stats_enabled (one more run, untimed: {:.2} s elapsed): {} runs, {:.0} runs/s, {:.1} ms in all.",
+            tool.name(),
+            m.wall_s,
+            total_runs,
+            total_runs as f64 / m.wall_s.max(1e-3),
+            total_ns as f64 / 1e6
+        );
+        let _ = writeln!(md);
+        let _ = writeln!(md, "| program | runs | runs/s | ns per run | total ms |");
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        let mut rows: Vec<&(String, u64, u64)> = m.programs.iter().filter(|p| p.1 > 0).collect();
+        rows.sort_by_key(|p| std::cmp::Reverse(p.1));
+        for (name, runs, ns) in rows {
+            let _ = writeln!(
+                md,
+                "| {name} | {runs} | {:.0} | {} | {:.2} |",
+                *runs as f64 / m.wall_s.max(1e-3),
+                ns / runs.max(&1),
+                *ns as f64 / 1e6
+            );
+        }
+    }
+    md
+}
+
+/// The side-by-side table and the totals; empty without both tools.
+pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
+    let get = |t: Tool| costs.iter().find(|(tool, _)| *tool == t).map(|(_, m)| m);
+    let (Some(vm), Some(bt)) = (get(Tool::Vmtrace), get(Tool::Bpftrace)) else {
+        return String::new();
+    };
+    let mut md = String::new();
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "eBPF run time per signal, one untimed run each with kernel.bpf_stats_enabled (ns per run includes the ~20 ns bpf_stats adds):"
+    );
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "| signal | vmtrace runs | vmtrace ns/run | bpftrace runs | bpftrace ns/run | vmtrace / bpftrace |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let mut paired_vm = Vec::new();
+    for (probe, ours) in PAIRS {
+        let b = find(&bt.programs, probe, true);
+        let v = ours.and_then(|o| find(&vm.programs, o, false));
+        if ours.is_some() {
+            paired_vm.push(ours.unwrap_or_default());
+        }
+        let ratio = match (v, b) {
+            (Some(v), Some(b)) if v.1 > 0 && b.1 > 0 && b.2 > 0 => {
+                format!(
+                    "{:.2}",
+                    (v.2 as f64 / v.1 as f64) / (b.2 as f64 / b.1 as f64)
+                )
+            }
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {ratio} |",
+            ours.unwrap_or("(none: counts read at exit)"),
+            runs(v),
+            per_run(v),
+            runs(b),
+            per_run(b),
+        );
+    }
+    let mut only: Vec<&(String, u64, u64)> = vm
+        .programs
+        .iter()
+        .filter(|p| p.1 > 0 && !paired_vm.contains(&p.0.as_str()))
+        .collect();
+    only.sort_by_key(|p| std::cmp::Reverse(p.2));
+    for p in only {
+        let _ = writeln!(
+            md,
+            "| {} (vmtrace only) | {} | {} | - | - | - |",
+            p.0,
+            p.1,
+            p.2 / p.1.max(1)
+        );
+    }
+    let vm_total: u64 = vm.programs.iter().map(|p| p.2).sum();
+    let bt_same: u64 = bt
+        .programs
+        .iter()
+        .filter(|p| {
+            PAIRS
+                .iter()
+                .any(|(probe, ours)| ours.is_some() && probe_of(&p.0) == *probe)
+        })
+        .map(|p| p.2)
+        .sum();
+    let bt_total: u64 = bt.programs.iter().map(|p| p.2).sum();
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "Totals: vmtrace, every default program: {} ms; bpftrace, the same signals (its programs less page_fault_user): {} ms ({} ms with it). Ratio of totals: {:.2}.",
+        ms(vm_total),
+        ms(bt_same),
+        ms(bt_total),
+        vm_total as f64 / bt_same.max(1) as f64
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(programs: &[(&str, u64, u64)]) -> Measured {
+        Measured {
+            programs: programs
+                .iter()
+                .map(|&(n, r, ns)| (n.to_string(), r, ns))
+                .collect(),
+            ..Measured::default()
+        }
+    }
+
+    #[test]
+    fn pairs_signals_and_totals_the_same_ones() {
+        let vm = measured(&[
+            ("write_folio", 100, 5_000),
+            ("shrink_slab_start", 10, 1_000),
+        ]);
+        let bt = measured(&[
+            ("7 (write_folio)", 100, 10_000),
+            ("10 (page_fault_user)", 50, 9_000),
+        ]);
+        let md = side_by_side(&[(Tool::Vmtrace, vm), (Tool::Bpftrace, bt)]);
+        assert!(
+            md.contains("| write_folio | 100 | 50 | 100 | 100 | 0.50 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| shrink_slab_start (vmtrace only) | 10 | 100 |"),
+            "{md}"
+        );
+        // vmtrace 6000 ns in all vs bpftrace 10000 for the same signals.
+        assert!(md.contains("Ratio of totals: 0.60."), "{md}");
+    }
+}
