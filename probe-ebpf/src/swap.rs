@@ -37,9 +37,12 @@ static SWAP_EXTENTS: SwapExtents = SwapExtents::EMPTY;
 /// blk-mq gives each in-flight request of a queue its own tag, held from
 /// before `block_rq_issue` to after `block_rq_complete`, so a slot needs no
 /// hash, lock or allocation. A slot also keeps its request's disk and
-/// sector: a completion that finds another request's slot (a request
-/// requeued under a new tag, a completion the program did not see) is
-/// counted in SwapIoUnpaired and never timed. Requests whose queue or tag
+/// sector. Completions on other disks pass their slot by (other disks
+/// reuse the numbers); a completion on the slot's disk with another
+/// sector (a request requeued under a new tag, a completion the program
+/// did not see) is counted in SwapIoUnpaired and never timed, as is an
+/// issue that finds its slot still taken. A requeued request frees its
+/// slot (`block_rq_requeue`) and is timed from its next issue. Requests whose queue or tag
 /// falls outside the table are counted in SwapIoStartDropped.
 #[map]
 static SWAP_IO: Array<IoStart> = Array::with_max_entries(IO_SLOTS, 0);
@@ -158,12 +161,14 @@ pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
     };
     // SAFETY: as in block_rq_issue.
     let cell = unsafe { &mut *cell };
-    if cell.start_ns == 0 {
+    // Another disk's request with the same queue number and tag (a loop
+    // device and the disk under it, both busy) is not ours: leave it.
+    if cell.start_ns == 0 || cell.dev != disk(rq) {
         return 0;
     }
     let start = *cell;
     cell.start_ns = 0;
-    if start.sector != member(rq, field!(request_sector)) || start.dev != disk(rq) {
+    if start.sector != member(rq, field!(request_sector)) {
         count(Counter::SwapIoUnpaired, 1);
         return 0;
     }
@@ -177,6 +182,27 @@ pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
         record(Hist::SwapRead, took);
         count(Counter::SwapReadRequests, 1);
         count(Counter::SwapReadSectors, sectors);
+    }
+    0
+}
+
+/// A request sent back to its queue before completing (the driver was
+/// busy): it is issued again later, possibly under another tag, and timed
+/// from then; its slot is freed now so that the next request with this
+/// tag does not find it taken.
+#[btf_tracepoint(function = "block_rq_requeue")]
+pub fn block_rq_requeue(ctx: BtfTracePointContext) -> i32 {
+    let rq: u64 = ctx.arg(0);
+    let Some(cell) = slot(rq).and_then(|i| SWAP_IO.get_ptr_mut(i)) else {
+        return 0;
+    };
+    // SAFETY: as in block_rq_issue.
+    let cell = unsafe { &mut *cell };
+    if cell.start_ns != 0
+        && cell.dev == disk(rq)
+        && cell.sector == member(rq, field!(request_sector))
+    {
+        cell.start_ns = 0;
     }
     0
 }
