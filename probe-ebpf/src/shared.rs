@@ -8,15 +8,15 @@ use aya_ebpf::{
     maps::{HashMap, PerCpuArray},
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, Field, Fields, Hist, MAX_TARGET_PIDS, Target, hist};
+use vmtrace_common::{Counter, Counters, Field, Fields, Hist, MAX_TARGET_PIDS, Target, hist};
 
 /// Latency histograms, one cell per [`Hist`].
 #[map]
 static HISTOGRAMS: PerCpuArray<hist::Buckets> = PerCpuArray::with_max_entries(Hist::COUNT, 0);
 
-/// Scalar counters, one cell per [`Counter`].
+/// Scalar counters: one per-CPU cell holding every [`Counter`].
 #[map]
-static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Counter::COUNT, 0);
+static COUNTERS: PerCpuArray<Counters> = PerCpuArray::with_max_entries(1, 0);
 
 /// Field offsets of the running kernel's tracepoints (written by userspace).
 #[unsafe(no_mangle)]
@@ -80,9 +80,11 @@ pub fn in_target() -> bool {
 
 #[inline(always)]
 pub fn count(counter: Counter, n: u64) {
-    if let Some(cell) = COUNTERS.get_ptr_mut(counter as u32) {
+    if let Some(cell) = COUNTERS.get_ptr_mut(0) {
         // SAFETY: the pointer is to this CPU's cell of a live map.
-        unsafe { *cell += n };
+        if let Some(c) = unsafe { (*cell).n.get_mut(counter as usize) } {
+            *c += n;
+        }
     }
 }
 

@@ -37,11 +37,11 @@ static SWAP_EXTENTS: SwapExtents = SwapExtents::EMPTY;
 /// blk-mq gives each in-flight request of a queue its own tag, held from
 /// before `block_rq_issue` to after `block_rq_complete`, so a slot needs no
 /// hash, lock or allocation. A slot also keeps its request's disk and
-/// sector. Completions on other disks pass their slot by (other disks
-/// reuse the numbers); a completion on the slot's disk with another
-/// sector (a request requeued under a new tag, a completion the program
-/// did not see) is counted in SwapIoUnpaired and never timed, as is an
-/// issue that finds its slot still taken. A requeued request frees its
+/// sector and its address. Completions of other requests pass their slot
+/// by (other disks reuse the numbers); the slot's own request completing
+/// at another sector is counted in SwapIoUnpaired and never timed, as is
+/// an issue that finds its slot still taken (a completion the program did
+/// not see). A requeued request frees its
 /// slot (`block_rq_requeue`) and is timed from its next issue. Requests whose queue or tag
 /// falls outside the table are counted in SwapIoStartDropped.
 #[map]
@@ -144,6 +144,7 @@ pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
     }
     *cell = IoStart {
         start_ns: now_ns(),
+        rq,
         sector,
         dev,
         write: (op == REQ_OP_WRITE) as u32,
@@ -161,9 +162,10 @@ pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
     };
     // SAFETY: as in block_rq_issue.
     let cell = unsafe { &mut *cell };
-    // Another disk's request with the same queue number and tag (a loop
-    // device and the disk under it, both busy) is not ours: leave it.
-    if cell.start_ns == 0 || cell.dev != disk(rq) {
+    // Another request in this slot: one of another disk with the same
+    // queue number and tag (a loop device and the disk under it, both
+    // busy). Not ours: leave it.
+    if cell.start_ns == 0 || cell.rq != rq {
         return 0;
     }
     let start = *cell;
@@ -198,10 +200,7 @@ pub fn block_rq_requeue(ctx: BtfTracePointContext) -> i32 {
     };
     // SAFETY: as in block_rq_issue.
     let cell = unsafe { &mut *cell };
-    if cell.start_ns != 0
-        && cell.dev == disk(rq)
-        && cell.sector == member(rq, field!(request_sector))
-    {
+    if cell.start_ns != 0 && cell.rq == rq {
         cell.start_ns = 0;
     }
     0

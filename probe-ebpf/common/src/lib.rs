@@ -218,11 +218,23 @@ impl SwapExtents {
     };
 }
 
+/// Every scalar counter, in one per-CPU cell (`COUNTERS`, index 0): the
+/// counters one event adds to sit on one or two cache lines instead of
+/// one allocation each (each element of a per-CPU array is its own).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Counters {
+    pub n: [u64; Counter::COUNT as usize],
+}
+
 /// An in-flight swap request (a slot of `SWAP_IO`; `start_ns` 0 = free).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoStart {
     pub start_ns: u64,
+    /// The request (`struct request` address): unique among requests in
+    /// flight on the machine, so a completion recognises its own slot.
+    pub rq: u64,
     /// The request's first sector and disk at issue, checked at
     /// completion.
     pub sector: u64,
@@ -755,5 +767,6 @@ mod pod {
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
     unsafe impl aya::Pod for super::Target {}
+    unsafe impl aya::Pod for super::Counters {}
     unsafe impl aya::Pod for super::hist::Buckets {}
 }

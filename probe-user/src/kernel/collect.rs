@@ -5,10 +5,10 @@
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
-    Counter, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive, LruShrinkInactive, LruType,
-    MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime, ProcFaults, ReclaimContext, Staller,
-    THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell, names, order_cell, priority_cell,
-    zone_cell,
+    Counter, Counters, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive, LruShrinkInactive,
+    LruType, MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime, ProcFaults, ReclaimContext,
+    Staller, THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell, names, order_cell,
+    priority_cell, zone_cell,
 };
 
 use crate::{
@@ -157,9 +157,10 @@ fn read_hists(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
 }
 
 fn read_counters(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
-    let counter_map = per_cpu_array::<u64>(probes, names::COUNTERS)?;
-    for i in 0..Counter::COUNT {
-        t.counters.push(sum_u64(&counter_map, i)?);
+    let counter_map = per_cpu_array::<Counters>(probes, names::COUNTERS)?;
+    let per_cpu = counter_map.get(&0, 0)?;
+    for i in 0..Counter::COUNT as usize {
+        t.counters.push(per_cpu.iter().map(|c| c.n[i]).sum());
     }
     Ok(())
 }
