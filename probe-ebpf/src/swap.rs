@@ -33,9 +33,10 @@ pub fn write_folio(ctx: TracePointContext) -> u32 {
 #[unsafe(no_mangle)]
 static SWAP_EXTENTS: SwapExtents = SwapExtents::EMPTY;
 
-/// Swap requests in flight, one slot per (hardware queue, driver tag):
-/// blk-mq gives each in-flight request of a queue its own tag, held from
-/// before `block_rq_issue` to after `block_rq_complete`, so a slot needs no
+/// Swap requests in flight, one slot per (hardware queue, tag): blk-mq
+/// gives each in-flight request of a queue its own tag (the scheduler's,
+/// or the driver's without a scheduler), held from allocation to after
+/// `block_rq_complete`, so a slot needs no
 /// hash, lock or allocation. A slot also keeps its request's disk and
 /// sector and its address. Completions of other requests pass their slot
 /// by (other disks reuse the numbers); the slot's own request completing
@@ -75,7 +76,17 @@ fn on_swap(dev: u32, sector: u64) -> bool {
 /// The slot of a request, if its queue and tag fit the table.
 #[inline(always)]
 fn slot(rq: u64) -> Option<u32> {
-    let tag = member(rq, field!(request_tag)) as u32;
+    // Under an I/O scheduler the driver tag is given back when a request
+    // is requeued (blk_mq_put_driver_tag, before the requeue tracepoint)
+    // and another one taken at its next dispatch; the scheduler tag stays
+    // with the request from allocation to completion. Without a
+    // scheduler there is no scheduler tag (-1) and the driver tag stays.
+    let sched = member(rq, field!(request_internal_tag)) as u32;
+    let tag = if sched != u32::MAX {
+        sched
+    } else {
+        member(rq, field!(request_tag)) as u32
+    };
     let queue = member(member(rq, field!(request_mq_hctx)), field!(hctx_queue_num)) as u32;
     // A negative tag (-1: none) reads as a large u32.
     (tag < IO_TAGS && queue < IO_QUEUES).then_some(queue * IO_TAGS + tag)

@@ -602,9 +602,11 @@ pub struct Fields {
     pub request_queue_disk: Field,
     pub gendisk_major: Field,
     pub gendisk_first_minor: Field,
-    /// `request.tag` (the driver tag), `request.mq_hctx` and
-    /// `blk_mq_hw_ctx.queue_num`: the request's slot in `SWAP_IO`.
+    /// `request.tag` (the driver tag), `request.internal_tag` (the I/O
+    /// scheduler's), `request.mq_hctx` and `blk_mq_hw_ctx.queue_num`: the
+    /// request's slot in `SWAP_IO`.
     pub request_tag: Field,
+    pub request_internal_tag: Field,
     pub request_mq_hctx: Field,
     pub hctx_queue_num: Field,
     /// `kmem:mm_page_alloc` pfn and order.

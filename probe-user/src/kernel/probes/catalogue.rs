@@ -358,6 +358,7 @@ pub const CATALOGUE: &[Metric] = &[
                     member!(gendisk.major, 4, gendisk_major),
                     member!(gendisk.first_minor, 4, gendisk_first_minor),
                     member!(request.tag, 4, request_tag),
+                    member!(request.internal_tag, 4, request_internal_tag),
                     member!(request.mq_hctx, 8, request_mq_hctx),
                     member!(blk_mq_hw_ctx.queue_num, 4, hctx_queue_num),
                 ],

@@ -288,6 +288,7 @@ mod tests {
                 ("gendisk", "major") => Some(0),
                 ("gendisk", "first_minor") => Some(4),
                 ("request", "tag") => Some(32),
+                ("request", "internal_tag") => Some(36),
                 ("request", "mq_hctx") => Some(16),
                 ("blk_mq_hw_ctx", "queue_num") => Some(196),
                 _ => None,
