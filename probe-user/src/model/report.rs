@@ -333,6 +333,9 @@ impl VmstatDelta {
 /// Events the probes could not account for; all zero in a sound run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Dropped {
+    /// Reclaim begins not stamped: the kernel gave the task no storage
+    /// cell (no memory, or the CPU was inside another storage operation).
+    /// The name is from when the stamps lived in a map.
     pub reclaim_start_map_full: u64,
     pub reclaim_end_without_begin: u64,
     pub fault_start_map_full: u64,

@@ -96,7 +96,7 @@ fn not_accounted(o: &mut String, report: &RunReport) -> Result {
     writeln!(o)?;
     writeln!(
         o,
-        "warning: events not accounted: {} reclaim starts (map full),",
+        "warning: events not accounted: {} reclaim starts (no task storage),",
         d.reclaim_start_map_full
     )?;
     writeln!(
