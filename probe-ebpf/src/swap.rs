@@ -150,7 +150,11 @@ pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
     // SAFETY: a live array slot; only this request's issue and
     // completion touch it while the request holds its tag.
     let cell = unsafe { &mut *cell };
-    if cell.start_ns != 0 {
+    // The same request issued again without a requeue in between (a
+    // driver's batched submission, e.g. virtio_queue_rqs, sends back what
+    // did not fit and issues it once more) is timed from its last issue;
+    // another request's leftover is a pairing error.
+    if cell.start_ns != 0 && cell.rq != rq {
         count(Counter::SwapIoUnpaired, 1);
     }
     *cell = IoStart {
