@@ -36,15 +36,14 @@ static SWAP_EXTENTS: SwapExtents = SwapExtents::EMPTY;
 /// Swap requests in flight, one slot per (hardware queue, tag): blk-mq
 /// gives each in-flight request of a queue its own tag (the scheduler's,
 /// or the driver's without a scheduler), held from allocation to after
-/// `block_rq_complete`, so a slot needs no
-/// hash, lock or allocation. A slot also keeps its request's disk and
-/// sector and its address. Completions of other requests pass their slot
-/// by (other disks reuse the numbers); the slot's own request completing
-/// at another sector is counted in SwapIoUnpaired and never timed, as is
-/// an issue that finds its slot still taken (a completion the program did
-/// not see). A requeued request frees its
-/// slot (`block_rq_requeue`) and is timed from its next issue. Requests whose queue or tag
-/// falls outside the table are counted in SwapIoStartDropped.
+/// `block_rq_complete` and kept across a requeue, so a slot needs no
+/// hash, lock or allocation. A slot also keeps its request's address and
+/// sector. Completions of other requests pass their slot by (other disks
+/// reuse the numbers); the slot's own request completing at another
+/// sector is counted in SwapIoUnpaired and never timed, as is an issue
+/// that finds another request's leftover in its slot (a completion the
+/// program did not see). Requests whose queue or tag falls outside the
+/// table are counted in SwapIoStartDropped.
 #[map]
 static SWAP_IO: Array<IoStart> = Array::with_max_entries(IO_SLOTS, 0);
 
@@ -150,21 +149,20 @@ pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
     // SAFETY: a live array slot; only this request's issue and
     // completion touch it while the request holds its tag.
     let cell = unsafe { &mut *cell };
-    // The same request issued again without a requeue in between (a
-    // driver's batched submission, e.g. virtio_queue_rqs, sends back what
-    // did not fit and issues it once more) is timed from its last issue;
-    // another request's leftover is a pairing error.
-    if cell.start_ns != 0 && cell.rq != rq {
+    // The same request issued again (requeued by a busy driver, which
+    // keeps its slot: see `slot`; or sent back unannounced by a batched
+    // submission, e.g. virtio_queue_rqs) is timed from its last issue.
+    // Anything else left in the slot is an issue whose completion was
+    // not seen: a pairing error, counted.
+    if cell.start_ns != 0 && (cell.rq != rq || cell.sector != sector) {
         count(Counter::SwapIoUnpaired, 1);
     }
     *cell = IoStart {
         start_ns: now_ns(),
         rq,
         sector,
-        dev,
         write: (op == REQ_OP_WRITE) as u32,
         nr_sector: (member(rq, field!(request_data_len)) >> 9) as u32,
-        _pad: 0,
     };
     0
 }
@@ -199,24 +197,6 @@ pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
         record(Hist::SwapRead, took);
         count(Counter::SwapReadRequests, 1);
         count(Counter::SwapReadSectors, sectors);
-    }
-    0
-}
-
-/// A request sent back to its queue before completing (the driver was
-/// busy): it is issued again later, possibly under another tag, and timed
-/// from then; its slot is freed now so that the next request with this
-/// tag does not find it taken.
-#[btf_tracepoint(function = "block_rq_requeue")]
-pub fn block_rq_requeue(ctx: BtfTracePointContext) -> i32 {
-    let rq: u64 = ctx.arg(0);
-    let Some(cell) = slot(rq).and_then(|i| SWAP_IO.get_ptr_mut(i)) else {
-        return 0;
-    };
-    // SAFETY: as in block_rq_issue.
-    let cell = unsafe { &mut *cell };
-    if cell.start_ns != 0 && cell.rq == rq {
-        cell.start_ns = 0;
     }
     0
 }

@@ -235,14 +235,11 @@ pub struct IoStart {
     /// The request (`struct request` address): unique among requests in
     /// flight on the machine, so a completion recognises its own slot.
     pub rq: u64,
-    /// The request's first sector and disk at issue, checked at
-    /// completion.
+    /// The request's first sector at issue, checked at completion.
     pub sector: u64,
-    pub dev: u32,
     /// 1 for a write, 0 for a read.
     pub write: u32,
     pub nr_sector: u32,
-    pub _pad: u32,
 }
 
 /// `SWAP_IO` has a slot per (hardware queue, driver tag) for queues

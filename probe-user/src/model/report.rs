@@ -342,9 +342,9 @@ pub struct Dropped {
     pub node_out_of_range: u64,
     pub oom_records_lost: u64,
     pub swap_io_map_full: u64,
-    /// Swap I/O completions that found another request's issue in their
-    /// slot (a request requeued under a new tag, or an issue or completion
-    /// not seen): not timed, so no pairing error reaches a histogram.
+    /// Swap I/O issues whose completion was not seen (found in their slot
+    /// by a later request, or completing at another sector): not timed,
+    /// so no pairing error reaches a histogram.
     #[serde(default)]
     pub swap_io_unpaired: u64,
     /// Rows pushed out of a bounded per-process or per-name table (map,

@@ -116,8 +116,8 @@ pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
     for (probe, ours) in PAIRS {
         let b = find(&bt.programs, probe, true);
         let v = ours.and_then(|o| find(&vm.programs, o, false));
-        if ours.is_some() {
-            paired_vm.push(ours.unwrap_or_default());
+        if let Some(o) = ours {
+            paired_vm.push(*o);
         }
         let ratio = match (v, b) {
             (Some(v), Some(b)) if v.1 > 0 && b.1 > 0 && b.2 > 0 => {

@@ -372,15 +372,6 @@ pub const CATALOGUE: &[Metric] = &[
                 fields: &[],
                 members: &[],
             },
-            Program {
-                name: "block_rq_requeue",
-                hook: Hook::BtfTracepoint {
-                    system: "block",
-                    event: "block_rq_requeue",
-                },
-                fields: &[],
-                members: &[],
-            },
         ],
     },
     Metric {
