@@ -9,21 +9,27 @@
 //!
 //! Also here: the allocation orders that sent target tasks into reclaim
 //! (`RECLAIM_ORDER`) and, per process, the total time stalled
-//! (`RECLAIM_STALLERS`: every process, flagged when in the target).
+//! (`RECLAIM_STALLERS`: every process, flagged when in the target). A
+//! reclaim's end adds its stall to the thread's own cell (`stalls` in
+//! `TASK_SPANS`, the line it already reads); `stall_thread_exit` and the
+//! collector's task iterator `stall_flush` move those into the
+//! per-process rows.
+
+use core::ffi::c_void;
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_probe_read_kernel},
     macros::{map, tracepoint},
     maps::{LruHashMap, PerCpuArray},
     programs::TracePointContext,
 };
 use vmtrace_common::{
-    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, ReclaimStart, Staller, order_cell,
+    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, Staller, order_cell,
 };
 
 use crate::{
     shared::{count, field, in_target, now_ns, record, tracepoint_field},
-    task::TASK_SPANS,
+    task::{PendingStalls, TASK_SPANS},
 };
 
 /// Reclaims of target tasks per (context, allocation order).
@@ -84,28 +90,34 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
 
 #[inline(always)]
 fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
-    let start = match TASK_SPANS.current_if_any() {
-        Some(spans) if spans.reclaim_start_ns != 0 => {
-            let start = ReclaimStart {
-                start_ns: spans.reclaim_start_ns,
-                context: spans.reclaim_context,
-                target: spans.reclaim_target,
-            };
-            spans.reclaim_start_ns = 0;
-            start
-        }
-        _ => {
-            count(Counter::ReclaimEndUnmatched, 1);
-            return;
-        }
+    let Some(spans) = TASK_SPANS.current_if_any() else {
+        count(Counter::ReclaimEndUnmatched, 1);
+        return;
     };
-    let stall = now_ns().saturating_sub(start.start_ns);
-    add_stall(&start, stall);
-    if start.target == 0 {
+    let start_ns = core::mem::replace(&mut spans.reclaim_start_ns, 0);
+    if start_ns == 0 {
+        count(Counter::ReclaimEndUnmatched, 1);
+        return;
+    }
+    let stall = now_ns().saturating_sub(start_ns);
+    let memcg = spans.reclaim_context == ReclaimContext::Memcg as u32;
+    let target = spans.reclaim_target != 0;
+    // The process's row is updated later (`fold_stalls`): a hash lookup
+    // here, cold in reclaim, cost more than the rest of the program.
+    let p = &mut spans.stalls;
+    if memcg {
+        p.memcg_ns += stall;
+        p.memcg_count += 1;
+    } else {
+        p.direct_ns += stall;
+        p.direct_count += 1;
+    }
+    p.target |= target as u32;
+    if !target {
         return;
     }
     let pages = tracepoint_field(ctx, nr_reclaimed);
-    if start.context == ReclaimContext::Memcg as u32 {
+    if memcg {
         record(Hist::MemcgReclaim, stall);
         count(Counter::MemcgReclaims, 1);
         count(Counter::MemcgReclaimNs, stall);
@@ -118,37 +130,100 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     }
 }
 
-/// Adds one stall to the current process's totals.
+/// A thread is exiting: its pending stalls go to its process's row
+/// before its task storage goes away.
+#[tracepoint]
+pub fn stall_thread_exit(_ctx: TracePointContext) -> u32 {
+    if let Some(spans) = TASK_SPANS.current_if_any() {
+        let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+        fold_stalls(tgid, &mut spans.stalls, || {
+            bpf_get_current_comm().unwrap_or([0; 16])
+        });
+    }
+    0
+}
+
+/// A task iterator (`iter/task`), run by the collector before it reads
+/// `RECLAIM_STALLERS`: every live thread's pending stalls go to its
+/// process's row. Its context is `struct bpf_iter__task { meta; task; }`;
+/// `task` is null on the iterator's last call.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "iter/task")]
+pub extern "C" fn stall_flush(ctx: *mut c_void) -> u32 {
+    // SAFETY: the second pointer of the iterator's context, read at a
+    // fixed offset (the verifier types it as the task or null).
+    let task = unsafe { *ctx.cast::<*mut c_void>().add(1) };
+    if task.is_null() {
+        return 0;
+    }
+    let Some(spans) = TASK_SPANS.of(task, 0) else {
+        return 0;
+    };
+    let task = task as *const u8;
+    let tgid = field!(task_tgid);
+    let comm = field!(task_comm);
+    // SAFETY: bpf_probe_read_kernel checks the addresses; the offsets
+    // are the running kernel's (BTF).
+    let tgid =
+        unsafe { bpf_probe_read_kernel(task.add(tgid.offset as usize) as *const u32) }.unwrap_or(0);
+    fold_stalls(tgid, &mut spans.stalls, || {
+        // SAFETY: as above.
+        unsafe { bpf_probe_read_kernel(task.add(comm.offset as usize) as *const [u8; 16]) }
+            .unwrap_or([0; 16])
+    });
+    0
+}
+
+/// Adds a thread's pending stalls to its process's row (tgid) and clears
+/// them. Rows are added to atomically: threads of one process exit on
+/// several CPUs at once.
 #[inline(always)]
-fn add_stall(start: &ReclaimStart, stall: u64) {
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let memcg = start.context == ReclaimContext::Memcg as u32;
-    if let Some(s) = RECLAIM_STALLERS.get_ptr_mut(&tgid) {
-        // SAFETY: a live entry; a racing update from another thread of the
-        // process can lose one addition, which a report can afford.
-        let s = unsafe { &mut *s };
-        if memcg {
-            s.memcg_ns += stall;
-            s.memcg_count += 1;
-        } else {
-            s.direct_ns += stall;
-            s.direct_count += 1;
-        }
+fn fold_stalls(tgid: u32, pending: &mut PendingStalls, comm: impl FnOnce() -> [u8; 16]) {
+    if pending.direct_count == 0 && pending.memcg_count == 0 {
         return;
     }
-    let mut s = Staller {
-        comm: bpf_get_current_comm().unwrap_or([0; 16]),
-        target: start.target,
-        ..Staller::default()
+    let p = core::mem::take(pending);
+    if add_to_row(tgid, &p) {
+        return;
+    }
+    let s = Staller {
+        comm: comm(),
+        direct_ns: p.direct_ns,
+        direct_count: p.direct_count,
+        memcg_ns: p.memcg_ns,
+        memcg_count: p.memcg_count,
+        target: p.target,
+        _pad: 0,
     };
-    if memcg {
-        s.memcg_ns = stall;
-        s.memcg_count = 1;
-    } else {
-        s.direct_ns = stall;
-        s.direct_count = 1;
-    }
-    if RECLAIM_STALLERS.insert(&tgid, &s, 0).is_ok() {
+    // BPF_NOEXIST: another thread of the process may have inserted the
+    // row since; then add to it instead of overwriting it.
+    if RECLAIM_STALLERS.insert(&tgid, &s, BPF_NOEXIST).is_ok() {
         count(Counter::StallerInserts, 1);
+    } else {
+        add_to_row(tgid, &p);
     }
+}
+
+const BPF_NOEXIST: u64 = 1;
+
+/// Adds to the process's row, if it has one.
+#[inline(always)]
+fn add_to_row(tgid: u32, p: &PendingStalls) -> bool {
+    use core::intrinsics::{AtomicOrdering::Relaxed, atomic_xadd};
+    let Some(s) = RECLAIM_STALLERS.get_ptr_mut(&tgid) else {
+        return false;
+    };
+    // SAFETY: a live, aligned entry; changed only through atomic adds
+    // (BPF_ATOMIC: see fault::add_process_faults).
+    unsafe {
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).direct_ns, p.direct_ns);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).direct_count, p.direct_count);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).memcg_ns, p.memcg_ns);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).memcg_count, p.memcg_count);
+        // Only ever set to 1: racing stores agree.
+        if p.target != 0 {
+            (*s).target = 1;
+        }
+    }
+    true
 }

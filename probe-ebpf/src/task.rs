@@ -49,17 +49,18 @@ impl<T> TaskStorage<T> {
         }
     }
 
+    /// `task`'s cell: a `struct task_struct` pointer the verifier knows
+    /// as one (the current task, or a task iterator's).
     #[inline(always)]
-    fn get(&self, flags: u64) -> Option<&mut T> {
-        // SAFETY: the current task is valid for the program's run; the
-        // helper returns this map's cell of it or null (none yet without
+    pub fn of(&self, task: *mut c_void, flags: u64) -> Option<&mut T> {
+        // SAFETY: the task is valid for the program's run; the helper
+        // returns this map's cell of it or null (none yet without
         // F_CREATE; no memory; or the CPU is already inside a storage
         // operation, which the helper refuses rather than deadlock).
         unsafe {
-            let task = bpf_get_current_task_btf();
             let cell = bpf_task_storage_get(
                 ptr::from_ref(self).cast_mut().cast::<c_void>(),
-                task,
+                task.cast(),
                 ptr::null_mut(),
                 flags,
             );
@@ -70,17 +71,21 @@ impl<T> TaskStorage<T> {
     /// The current task's cell, created zeroed when it has none.
     #[inline(always)]
     pub fn current(&self) -> Option<&mut T> {
-        self.get(BPF_LOCAL_STORAGE_GET_F_CREATE.into())
+        // SAFETY: the current task is valid for the program's run.
+        let task = unsafe { bpf_get_current_task_btf() };
+        self.of(task.cast(), BPF_LOCAL_STORAGE_GET_F_CREATE.into())
     }
 
     /// The current task's cell, if it has one.
     #[inline(always)]
     pub fn current_if_any(&self) -> Option<&mut T> {
-        self.get(0)
+        // SAFETY: the current task is valid for the program's run.
+        self.of(unsafe { bpf_get_current_task_btf() }.cast(), 0)
     }
 }
 
-/// Start stamps of the current task's open spans; 0 = none open.
+/// Start stamps of the current task's open spans (0 = none open), and
+/// the task's reclaim stalls not yet in its process's row.
 #[repr(C)]
 pub struct TaskSpans {
     /// Direct or memcg reclaim: start, context, and whether the task was
@@ -88,10 +93,28 @@ pub struct TaskSpans {
     pub reclaim_start_ns: u64,
     pub reclaim_context: u32,
     pub reclaim_target: u32,
+    /// Next to the stamp, so that a reclaim's end touches one line.
+    pub stalls: PendingStalls,
     /// The shrinker call (`mm_shrink_slab_start`).
     pub slab_start_ns: u64,
     /// The compaction run of a target task.
     pub compaction_start_ns: u64,
+}
+
+/// A thread's reclaim stalls since they were last added to its
+/// process's `RECLAIM_STALLERS` row (`reclaim::fold_stalls`: at the
+/// thread's exit, and for live threads when the collector reads the
+/// maps).
+#[repr(C)]
+#[derive(Default)]
+pub struct PendingStalls {
+    pub direct_ns: u64,
+    pub direct_count: u64,
+    pub memcg_ns: u64,
+    pub memcg_count: u64,
+    /// 1 when any of them was a stall in the target.
+    pub target: u32,
+    pub _pad: u32,
 }
 
 #[btf_map]

@@ -113,6 +113,11 @@ pub struct MemhogArgs {
     /// huge page faults (unless THP is `never`); --mib rounds up to 2
     #[arg(long)]
     pub thp: bool,
+    /// Threads in the one process, each with its own --mib MiB (seeds
+    /// --seed, --seed+1, ...): reclaim stalls of several threads of a
+    /// process
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: u32,
     /// Print what was done on stderr
     #[arg(short, long)]
     pub verbose: bool,
@@ -131,7 +136,9 @@ pub fn memhog_main(args: impl IntoIterator<Item = OsString>) -> i32 {
         eprintln!("memhog: error: --mib must be at least 1");
         return 2;
     }
-    let Some(stats) = crate::memhog::run(args.mib, args.passes, args.seed, args.thp) else {
+    let Some(stats) =
+        crate::memhog::run_threads(args.threads, args.mib, args.passes, args.seed, args.thp)
+    else {
         eprintln!("memhog: error: mmap of {} MiB failed", args.mib);
         return 1;
     };

@@ -119,6 +119,30 @@ pub fn run(mib: usize, passes: usize, seed: u64, thp: bool) -> Option<Stats> {
     }
 }
 
+/// [`run`] in `threads` threads of this process at once, seeds `seed`,
+/// `seed + 1`, ...: pages and touches add up, checksums are xored.
+pub fn run_threads(threads: u32, mib: usize, passes: usize, seed: u64, thp: bool) -> Option<Stats> {
+    if threads <= 1 {
+        return run(mib, passes, seed, thp);
+    }
+    let all: Vec<Option<Stats>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| s.spawn(move || run(mib, passes, seed.wrapping_add(u64::from(i)), thp)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    all.into_iter().try_fold(Stats::default(), |mut sum, one| {
+        let one = one?;
+        sum.pages += one.pages;
+        sum.touches += one.touches;
+        sum.checksum ^= one.checksum;
+        Some(sum)
+    })
+}
+
 fn run_in(buf: &mut [u64], passes: usize, seed: u64) -> Stats {
     let pages = buf.len() / WORDS_PER_PAGE;
     let mut rng = Rng::new(seed);
@@ -162,6 +186,18 @@ mod tests {
         for _ in 0..10_000 {
             assert!(r.below(13) < 13);
         }
+    }
+
+    #[test]
+    fn threads_add_up_to_their_single_runs() {
+        let both = run_threads(2, 2, 1, 5, false).expect("heap");
+        let (a, b) = (
+            run(2, 1, 5, false).expect("heap"),
+            run(2, 1, 6, false).expect("heap"),
+        );
+        assert_eq!(both.pages, a.pages + b.pages);
+        assert_eq!(both.touches, a.touches + b.touches);
+        assert_eq!(both.checksum, a.checksum ^ b.checksum);
     }
 
     #[test]

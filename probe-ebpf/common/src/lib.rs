@@ -46,13 +46,19 @@ signal_ids! {
 
 signal_ids! {
     /// A scalar event counter kept in the kernel (index into `COUNTERS`).
+    /// The counters one event adds to are neighbours, so that they share
+    /// a cache line (a reclaim's end adds to three).
     pub enum Counter {
         /// Direct reclaims of target tasks (begin..end pairs).
         DirectReclaims => ("direct_reclaims", "direct reclaims of the target"),
+        /// Total stall time of target direct reclaims (ns).
+        DirectReclaimNs => ("direct_reclaim_ns", "target direct reclaim stall time (ns)"),
         /// Pages reclaimed by those direct reclaims (from `..._end`).
         DirectReclaimPages => ("direct_reclaim_pages", "pages reclaimed by target direct reclaims"),
         /// Memcg reclaims of target tasks (begin..end pairs).
         MemcgReclaims => ("memcg_reclaims", "memcg reclaims of the target"),
+        /// Total stall time of target memcg reclaims (ns).
+        MemcgReclaimNs => ("memcg_reclaim_ns", "target memcg reclaim stall time (ns)"),
         /// Pages reclaimed by those memcg reclaims.
         MemcgReclaimPages => ("memcg_reclaim_pages", "pages reclaimed by target memcg reclaims"),
         /// Major faults of every task on the machine.
@@ -89,10 +95,6 @@ signal_ids! {
         KernelFaultsTarget => ("kernel_faults_target", "kernel-mode faults of the target"),
         /// Threads of the target that exited (their faults are counted).
         ExitedThreads => ("exited_threads", "target threads that exited"),
-        /// Total stall time of target direct reclaims (ns).
-        DirectReclaimNs => ("direct_reclaim_ns", "target direct reclaim stall time (ns)"),
-        /// Total stall time of target memcg reclaims (ns).
-        MemcgReclaimNs => ("memcg_reclaim_ns", "target memcg reclaim stall time (ns)"),
         /// Completed block requests writing to a swap area, and their sectors.
         SwapWriteRequests => ("swap_write_requests", "swap write requests completed"),
         SwapWriteSectors => ("swap_write_sectors", "sectors written to swap"),
@@ -475,17 +477,6 @@ pub struct OomVictim {
     pub comm: [u8; 16],
 }
 
-/// The value stored per task while it is inside a direct or memcg reclaim.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReclaimStart {
-    pub start_ns: u64,
-    /// [`ReclaimContext::Direct`] or [`ReclaimContext::Memcg`].
-    pub context: u32,
-    /// 1 when the task belongs to the target (its stall is histogrammed).
-    pub target: u32,
-}
-
 /// Where a field of a classic tracepoint's record lies, as read from the
 /// running kernel's tracefs `format` file. `size == 0` means "absent".
 #[repr(C)]
@@ -576,6 +567,10 @@ pub struct Fields {
     /// `task_struct.start_time`: CLOCK_MONOTONIC ns at fork, the bound
     /// of every per-task delay.
     pub task_start_time: Field,
+    /// `task_struct.tgid` and `.comm` (16 bytes), read by the task
+    /// iterator that adds live threads' reclaim stalls to their process.
+    pub task_tgid: Field,
+    pub task_comm: Field,
     /// `sched_process_fork.child_pid`.
     pub fork_child_pid: Field,
     pub sched_info_run_delay: Field,
@@ -762,7 +757,6 @@ mod pod {
     unsafe impl aya::Pod for super::LruIsolate {}
     unsafe impl aya::Pod for super::SwapExtents {}
     unsafe impl aya::Pod for super::ZoneSpans {}
-    unsafe impl aya::Pod for super::ReclaimStart {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}
     unsafe impl aya::Pod for super::Target {}

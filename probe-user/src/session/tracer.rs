@@ -325,6 +325,7 @@ impl Window {
         // --page-alloc's drift apart under load otherwise).
         let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
         let after = VmStat::read_window()?;
+        probes.flush_stalls();
         let totals = collect::read(&probes)?;
         drop(self.delayacct.take());
         let stats = probes.program_stats();

@@ -24,6 +24,10 @@ pub enum Hook {
     },
     /// A software perf event with sample period 1 on every CPU.
     PerfSoftware(SoftwareEvent),
+    /// A BPF iterator over kernel objects (`task`: every task), loaded
+    /// with the others and run by the collector when it reads the maps
+    /// (`Probes::flush_stalls`), not on an event.
+    Iter { target: &'static str },
 }
 
 impl Hook {
@@ -41,6 +45,7 @@ impl Hook {
                 };
                 format!("perf software event {name}")
             }
+            Hook::Iter { target } => format!("BPF iterator {target}"),
         }
     }
 }
@@ -115,6 +120,7 @@ vmtrace_common::signal_ids! {
     pub enum MetricId {
         DirectReclaim => ("direct_reclaim", "direct reclaim stalls"),
         MemcgReclaim => ("memcg_reclaim", "memcg reclaim stalls"),
+        ReclaimStallers => ("reclaim_stallers", "reclaim stall totals per process"),
         LruShrinkInactive => ("lru_shrink_inactive", "inactive LRU scanned/reclaimed"),
         LruIsolate => ("lru_isolate", "LRU isolation per highest zone and list"),
         LruShrinkActive => ("lru_shrink_active", "active LRU deactivation"),
@@ -236,6 +242,24 @@ pub const CATALOGUE: &[Metric] = &[
                 [opt!("order", memcg_reclaim_begin_order)]),
             tp!("memcg_reclaim_end", "vmscan": "mm_vmscan_memcg_reclaim_end",
                 [req!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)]),
+        ],
+    },
+    // The reclaim programs add each stall to the thread's task storage;
+    // these move the threads' totals into the per-process table.
+    Metric {
+        id: MetricId::ReclaimStallers,
+        opt_in: None,
+        programs: &[
+            tp!("stall_thread_exit", "sched": "sched_process_exit", []),
+            Program {
+                name: "stall_flush",
+                hook: Hook::Iter { target: "task" },
+                fields: &[],
+                members: &[
+                    member!(task_struct.tgid, 4, task_tgid),
+                    member!(task_struct.comm, 16, task_comm),
+                ],
+            },
         ],
     },
     Metric {

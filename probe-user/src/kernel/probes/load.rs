@@ -7,7 +7,7 @@ use aya::{
     Btf, Ebpf, EbpfLoader,
     maps::{MapData, RingBuf},
     programs::{
-        BtfTracePoint, PerfEvent, TracePoint,
+        BtfTracePoint, Iter, PerfEvent, TracePoint,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy},
     },
     util::online_cpus,
@@ -107,6 +107,35 @@ impl Probes {
             }
         }
         out
+    }
+
+    /// Adds every live thread's pending reclaim stalls to its process's
+    /// row in RECLAIM_STALLERS (the `stall_flush` task iterator: reading
+    /// an iterator runs its program once per task). Exited threads were
+    /// added at exit. Best effort: on failure the rows lack live
+    /// threads' latest stalls, which the log says.
+    pub fn flush_stalls(&mut self) {
+        if !self.plan.is_enabled(MetricId::ReclaimStallers) {
+            return;
+        }
+        let mut run = || -> Result<()> {
+            use std::io::Read;
+            let it: &mut Iter = self
+                .ebpf
+                .program_mut("stall_flush")
+                .context("no stall_flush program")?
+                .try_into()?;
+            let id = it.attach().context("attaching the task iterator")?;
+            let link = it.take_link(id)?;
+            let mut file = link.into_file().context("creating the task iterator")?;
+            // The program writes nothing: reading to the end runs it.
+            std::io::copy(&mut file.by_ref(), &mut std::io::sink())
+                .context("running the task iterator")?;
+            Ok(())
+        };
+        if let Err(e) = run() {
+            log::warn!("per-process reclaim stalls miss live threads' latest: {e:#}");
+        }
     }
 
     /// Moves OOM victim records out of the ring buffer into `oom_victims`.
@@ -219,6 +248,7 @@ fn detach_program(ebpf: &mut Ebpf, p: &Program) {
         Some(P::TracePoint(tp)) => tp.unload(),
         Some(P::BtfTracePoint(tp)) => tp.unload(),
         Some(P::PerfEvent(pe)) => pe.unload(),
+        Some(P::Iter(it)) => it.unload(),
         _ => Ok(()),
     };
 }
@@ -269,6 +299,16 @@ fn attach_program(
                 )
                 .with_context(|| format!("attaching {} on CPU {cpu}", what()))?;
             }
+        }
+        Hook::Iter { target } => {
+            if btf.is_none() {
+                *btf = Some(Btf::from_sys_fs().context("reading kernel BTF")?);
+            }
+            let btf = btf.as_ref().ok_or_else(|| anyhow!("no kernel BTF"))?;
+            let it: &mut Iter = prog.try_into()?;
+            // Loaded (and verified) now; attached and run by the collector.
+            it.load(target, btf)
+                .with_context(|| format!("loading {}", what()))?;
         }
     }
     Ok(())

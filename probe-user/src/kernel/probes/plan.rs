@@ -125,6 +125,13 @@ fn resolve_hook(
             Ok(Ok(()))
         }
         Hook::PerfSoftware(_) => Ok(Ok(())),
+        Hook::Iter { target } => Ok(if types.is_none() {
+            Err(format!(
+                "kernel BTF (/sys/kernel/btf/vmlinux) is missing, needed for the {target} iterator"
+            ))
+        } else {
+            Ok(())
+        }),
     }
 }
 
@@ -280,6 +287,8 @@ mod tests {
                 ("sched_info", "run_delay") => Some(8),
                 // start_time (ktime at fork) on 6.1, 6.12 and 6.18 alike.
                 ("task_struct", "start_time") => Some(2424),
+                ("task_struct", "tgid") => Some(1268),
+                ("task_struct", "comm") => Some(1752),
                 ("request", "__sector") => Some(48),
                 ("request", "__data_len") => Some(44),
                 ("request", "cmd_flags") => Some(24),
@@ -464,12 +473,14 @@ mod tests {
         assert!(off.unavailable.is_empty());
         let no_btf = plan(&tracefs, None, &[OptIn::FaultLatency]).expect("plan");
         assert!(!no_btf.is_enabled(MetricId::FaultLatency));
-        // Without BTF: fault latency, kernel faults and per-process faults
-        // go, each saying why; everything else stays.
+        // Without BTF: the stall table's task iterator, swap I/O, fault
+        // latency, kernel faults and per-process faults go, each saying
+        // why; everything else stays.
         let gone: Vec<MetricId> = no_btf.unavailable.iter().map(|(id, _)| *id).collect();
         assert_eq!(
             gone,
             [
+                MetricId::ReclaimStallers,
                 MetricId::SwapIo,
                 MetricId::ProcessFaults,
                 MetricId::KernelFaults,

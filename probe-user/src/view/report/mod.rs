@@ -304,6 +304,7 @@ mod tests {
                         MetricId::KernelFaults,
                         MetricId::ProcessFaults,
                         MetricId::SwapIo,
+                        MetricId::ReclaimStallers,
                     ]
                     .contains(&m.id)
                 })
