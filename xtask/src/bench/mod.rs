@@ -168,10 +168,11 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
         // The programs' own cost, with bpf_stats on (it adds to every
         // run, so these runs are not timed).
         let mut costs = Vec::new();
-        for tool in [Tool::Vmtrace, Tool::Bpftrace] {
-            if tools.contains(&tool)
-                && let Some(m) = run_retrying(tool, &vmtrace, &args, &scratch, true)?
-            {
+        for tool in [Tool::Vmtrace, Tool::Bpftrace, Tool::EmptyPrograms] {
+            // The empty programs come with bpftrace (the same tool loads them).
+            let wanted = tools.contains(&tool)
+                || (tool == Tool::EmptyPrograms && tools.contains(&Tool::Bpftrace));
+            if wanted && let Some(m) = run_retrying(tool, &vmtrace, &args, &scratch, true)? {
                 costs.push((tool, m));
             }
         }
@@ -347,8 +348,12 @@ fn run_once(
                 .into_iter()
                 .enumerate()
                 .map(|(i, (_, (runs, ns)))| {
-                    let probe = tools::BPFTRACE_PROBES.get(i).copied().unwrap_or("?");
-                    (format!("{} ({probe})", i + 1), runs, ns)
+                    let probe = if tool == Tool::EmptyPrograms {
+                        tools::EMPTY_PROBES.get(i).map(|p| p.0)
+                    } else {
+                        tools::BPFTRACE_PROBES.get(i).copied()
+                    };
+                    (format!("{} ({})", i + 1, probe.unwrap_or("?")), runs, ns)
                 })
                 .collect();
         }
@@ -519,6 +524,7 @@ fn header(opts: &BenchOptions, tools: &[Tool]) -> Result<String> {
             Tool::Bpftrace => version("bpftrace", "--version"),
             Tool::Perf => version("perf", "--version"),
             Tool::TraceCmd => version("trace-cmd", "--version"),
+            Tool::EmptyPrograms => continue,
         };
         writeln!(md, "- {}: {v}", t.name())?;
     }

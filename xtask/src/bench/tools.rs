@@ -20,6 +20,10 @@ pub enum Tool {
     Bpftrace,
     Perf,
     TraceCmd,
+    /// Not a tracer: bpftrace with an empty program on each of vmtrace's
+    /// hooks, run once with bpf_stats for the floor of the cost table
+    /// (what any program costs there). Not in `ALL`: never timed.
+    EmptyPrograms,
 }
 
 impl Tool {
@@ -38,6 +42,7 @@ impl Tool {
             Tool::Bpftrace => "bpftrace",
             Tool::Perf => "perf-record",
             Tool::TraceCmd => "trace-cmd",
+            Tool::EmptyPrograms => "empty programs",
         }
     }
 
@@ -49,7 +54,7 @@ impl Tool {
     pub fn needs(self) -> Option<(&'static str, &'static str)> {
         match self {
             Tool::Bare | Tool::Vmtrace => None,
-            Tool::Bpftrace => Some(("bpftrace", "bpftrace")),
+            Tool::Bpftrace | Tool::EmptyPrograms => Some(("bpftrace", "bpftrace")),
             Tool::Perf => Some(("perf", "linux-perf")),
             Tool::TraceCmd => Some(("trace-cmd", "trace-cmd")),
         }
@@ -58,8 +63,8 @@ impl Tool {
 
 /// The tracepoints every peer records: the reclaim and fault signals
 /// vmtrace's default probes give (reclaim stalls and their latency, LRU
-/// scanning, kswapd, swap-out, swap device I/O latency, faults per
-/// process).
+/// scanning and isolation, shrinker latency, kswapd, swap-out, swap
+/// device I/O latency, faults per process).
 pub const TRACEPOINTS: &[&str] = &[
     "vmscan:mm_vmscan_direct_reclaim_begin",
     "vmscan:mm_vmscan_direct_reclaim_end",
@@ -71,6 +76,9 @@ pub const TRACEPOINTS: &[&str] = &[
     "block:block_rq_issue",
     "block:block_rq_complete",
     "exceptions:page_fault_user",
+    "vmscan:mm_shrink_slab_start",
+    "vmscan:mm_shrink_slab_end",
+    "vmscan:mm_vmscan_lru_isolate",
 ];
 
 /// The bpftrace script: the same histograms and counts, the way a
@@ -93,13 +101,23 @@ tracepoint:block:block_rq_complete /@io[args->dev, args->sector]/ {
   @io_ns = hist(nsecs - @io[args->dev, args->sector]);
   delete(@io[args->dev, args->sector]); }
 tracepoint:exceptions:page_fault_user { @faults[comm] = count(); }
+tracepoint:vmscan:mm_shrink_slab_start { @slab_start[tid] = nsecs; }
+tracepoint:vmscan:mm_shrink_slab_end /@slab_start[tid]/ {
+  @slab_ns = hist(nsecs - @slab_start[tid]); delete(@slab_start[tid]);
+  @slab_freed = sum(args->retval); }
+tracepoint:vmscan:mm_vmscan_lru_isolate {
+  @isolate_scanned[args->highest_zoneidx, args->lru] = sum(args->nr_scanned);
+  @isolate_skipped[args->highest_zoneidx, args->lru] = sum(args->nr_skipped);
+  @isolate_taken[args->highest_zoneidx, args->lru] = sum(args->nr_taken); }
 software:major-faults:1 { @major_faults[comm] = count(); }
 "#;
 
 /// The attach points of BPFTRACE_SCRIPT in script order: bpftrace 0.17
 /// loads one program per attach point in this order (their run counts
 /// match the events: checked against vmtrace's and perf's counts), and
-/// the kernel only keeps 15 characters of their names.
+/// the kernel only keeps 15 characters of their names. It loads a
+/// software event after every tracepoint, wherever it stands in the
+/// script: keep major-faults last.
 pub const BPFTRACE_PROBES: &[&str] = &[
     "direct_reclaim_begin",
     "memcg_reclaim_begin",
@@ -111,8 +129,65 @@ pub const BPFTRACE_PROBES: &[&str] = &[
     "block_rq_issue",
     "block_rq_complete",
     "page_fault_user",
+    "shrink_slab_start",
+    "shrink_slab_end",
+    "lru_isolate",
     "major-faults",
 ];
+
+/// vmtrace's default programs and the same hook as bpftrace names it, for
+/// the empty programs of `Tool::EmptyPrograms`, in script order (bpftrace
+/// 0.17 loads one program per probe in this order). Classic tracepoints
+/// throughout: bpftrace 0.17 has no BTF tracepoints, which vmtrace uses
+/// for block_rq_issue/complete and page_fault_kernel (a BTF tracepoint
+/// skips the record copy, which bpf_stats does not time anyway).
+pub const EMPTY_PROBES: &[(&str, &str)] = &[
+    (
+        "direct_reclaim_begin",
+        "tracepoint:vmscan:mm_vmscan_direct_reclaim_begin",
+    ),
+    (
+        "direct_reclaim_end",
+        "tracepoint:vmscan:mm_vmscan_direct_reclaim_end",
+    ),
+    (
+        "memcg_reclaim_begin",
+        "tracepoint:vmscan:mm_vmscan_memcg_reclaim_begin",
+    ),
+    (
+        "memcg_reclaim_end",
+        "tracepoint:vmscan:mm_vmscan_memcg_reclaim_end",
+    ),
+    (
+        "lru_shrink_inactive",
+        "tracepoint:vmscan:mm_vmscan_lru_shrink_inactive",
+    ),
+    ("lru_isolate", "tracepoint:vmscan:mm_vmscan_lru_isolate"),
+    (
+        "lru_shrink_active",
+        "tracepoint:vmscan:mm_vmscan_lru_shrink_active",
+    ),
+    ("kswapd_wake", "tracepoint:vmscan:mm_vmscan_kswapd_wake"),
+    ("kswapd_sleep", "tracepoint:vmscan:mm_vmscan_kswapd_sleep"),
+    ("wakeup_kswapd", "tracepoint:vmscan:mm_vmscan_wakeup_kswapd"),
+    (
+        "shrink_slab_start",
+        "tracepoint:vmscan:mm_shrink_slab_start",
+    ),
+    ("shrink_slab_end", "tracepoint:vmscan:mm_shrink_slab_end"),
+    ("write_folio", "tracepoint:vmscan:mm_vmscan_write_folio"),
+    ("block_rq_issue", "tracepoint:block:block_rq_issue"),
+    ("block_rq_complete", "tracepoint:block:block_rq_complete"),
+    ("major_fault", "software:major-faults:1"),
+];
+
+/// The empty programs' script: `probe { }` per line.
+pub fn empty_script() -> String {
+    EMPTY_PROBES
+        .iter()
+        .map(|(_, probe)| format!("{probe} {{ }}\n"))
+        .collect()
+}
 
 /// Files under /proc and tracefs that trace-cmd 3.1 writes or reads
 /// although no function tracing is asked for, and that kernel lockdown
@@ -167,12 +242,17 @@ pub fn command(
             c.args(&inner[1..]);
             c
         }
-        Tool::Bpftrace => {
+        Tool::Bpftrace | Tool::EmptyPrograms => {
+            let script = if tool == Tool::Bpftrace {
+                BPFTRACE_SCRIPT.to_string()
+            } else {
+                empty_script()
+            };
             let mut c = Command::new("bpftrace");
             c.arg("-o")
                 .arg(&files.trace)
                 .arg("-e")
-                .arg(BPFTRACE_SCRIPT)
+                .arg(script)
                 .arg("-c")
                 .arg(inner.join(" "));
             c
@@ -219,7 +299,9 @@ pub fn lost_and_recorded(tool: Tool, trace: &Path, output: &str) -> (Option<u64>
         Tool::Bare | Tool::Vmtrace => (None, None),
         // bpftrace aggregates in maps; it reports lost perf-buffer events
         // ("Lost N events") only when it prints through one.
-        Tool::Bpftrace => (Some(numbers_after(output, "Lost ").iter().sum()), None),
+        Tool::Bpftrace | Tool::EmptyPrograms => {
+            (Some(numbers_after(output, "Lost ").iter().sum()), None)
+        }
         Tool::Perf => {
             // "[ perf record: Captured and wrote 15 MB F (163924 samples) ]"
             let recorded = output
