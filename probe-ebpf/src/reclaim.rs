@@ -24,12 +24,12 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use vmtrace_common::{
-    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, Staller, order_cell,
+    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, StallTotals, Staller, order_cell,
 };
 
 use crate::{
     shared::{count, field, in_target, now_ns, record, tracepoint_field},
-    task::{PendingStalls, TASK_SPANS},
+    task::TASK_SPANS,
 };
 
 /// Reclaims of target tasks per (context, allocation order).
@@ -178,7 +178,7 @@ pub extern "C" fn stall_flush(ctx: *mut c_void) -> u32 {
 /// them. Rows are added to atomically: threads of one process exit on
 /// several CPUs at once.
 #[inline(always)]
-fn fold_stalls(tgid: u32, pending: &mut PendingStalls, comm: impl FnOnce() -> [u8; 16]) {
+fn fold_stalls(tgid: u32, pending: &mut StallTotals, comm: impl FnOnce() -> [u8; 16]) {
     if pending.direct_count == 0 && pending.memcg_count == 0 {
         return;
     }
@@ -188,12 +188,7 @@ fn fold_stalls(tgid: u32, pending: &mut PendingStalls, comm: impl FnOnce() -> [u
     }
     let s = Staller {
         comm: comm(),
-        direct_ns: p.direct_ns,
-        direct_count: p.direct_count,
-        memcg_ns: p.memcg_ns,
-        memcg_count: p.memcg_count,
-        target: p.target,
-        _pad: 0,
+        stalls: p,
     };
     // BPF_NOEXIST: another thread of the process may have inserted the
     // row since; then add to it instead of overwriting it.
@@ -208,7 +203,7 @@ const BPF_NOEXIST: u64 = 1;
 
 /// Adds to the process's row, if it has one.
 #[inline(always)]
-fn add_to_row(tgid: u32, p: &PendingStalls) -> bool {
+fn add_to_row(tgid: u32, p: &StallTotals) -> bool {
     use core::intrinsics::{AtomicOrdering::Relaxed, atomic_xadd};
     let Some(s) = RECLAIM_STALLERS.get_ptr_mut(&tgid) else {
         return false;
@@ -216,13 +211,13 @@ fn add_to_row(tgid: u32, p: &PendingStalls) -> bool {
     // SAFETY: a live, aligned entry; changed only through atomic adds
     // (BPF_ATOMIC: see fault::add_process_faults).
     unsafe {
-        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).direct_ns, p.direct_ns);
-        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).direct_count, p.direct_count);
-        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).memcg_ns, p.memcg_ns);
-        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).memcg_count, p.memcg_count);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).stalls.direct_ns, p.direct_ns);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).stalls.direct_count, p.direct_count);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).stalls.memcg_ns, p.memcg_ns);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*s).stalls.memcg_count, p.memcg_count);
         // Only ever set to 1: racing stores agree.
         if p.target != 0 {
-            (*s).target = 1;
+            (*s).stalls.target = 1;
         }
     }
     true

@@ -21,6 +21,7 @@ use aya_ebpf::{
     helpers::generated::{bpf_get_current_task_btf, bpf_task_storage_get},
     macros::btf_map,
 };
+use vmtrace_common::StallTotals;
 
 /// BPF_MAP_TYPE_TASK_STORAGE (include/uapi/linux/bpf.h).
 const MAP_TYPE_TASK_STORAGE: usize = 29;
@@ -93,28 +94,15 @@ pub struct TaskSpans {
     pub reclaim_start_ns: u64,
     pub reclaim_context: u32,
     pub reclaim_target: u32,
+    /// The thread's stalls since they were last added to its process's
+    /// `RECLAIM_STALLERS` row (`reclaim::fold_stalls`: at the thread's
+    /// exit, and for live threads when the collector reads the maps).
     /// Next to the stamp, so that a reclaim's end touches one line.
-    pub stalls: PendingStalls,
+    pub stalls: StallTotals,
     /// The shrinker call (`mm_shrink_slab_start`).
     pub slab_start_ns: u64,
     /// The compaction run of a target task.
     pub compaction_start_ns: u64,
-}
-
-/// A thread's reclaim stalls since they were last added to its
-/// process's `RECLAIM_STALLERS` row (`reclaim::fold_stalls`: at the
-/// thread's exit, and for live threads when the collector reads the
-/// maps).
-#[repr(C)]
-#[derive(Default)]
-pub struct PendingStalls {
-    pub direct_ns: u64,
-    pub direct_count: u64,
-    pub memcg_ns: u64,
-    pub memcg_count: u64,
-    /// 1 when any of them was a stall in the target.
-    pub target: u32,
-    pub _pad: u32,
 }
 
 #[btf_map]

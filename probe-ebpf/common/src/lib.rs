@@ -451,11 +451,20 @@ pub const MAX_STALLERS: u32 = 4096;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Staller {
     pub comm: [u8; 16],
+    pub stalls: StallTotals,
+}
+
+/// Reclaim stalls summed: a process's row in `RECLAIM_STALLERS`, and a
+/// thread's stalls not yet added to it (kept in the thread's task
+/// storage by the reclaim programs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StallTotals {
     pub direct_ns: u64,
     pub direct_count: u64,
     pub memcg_ns: u64,
     pub memcg_count: u64,
-    /// 1 when the process belongs to the target.
+    /// 1 when any of them was a stall in the target.
     pub target: u32,
     pub _pad: u32,
 }

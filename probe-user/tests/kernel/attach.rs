@@ -84,6 +84,38 @@ fn attach_by_pid_follows_children_forked_later() {
     assert_eq!(rec["runs"][0]["report"]["attached"], true);
 }
 
+/// A memory box of `mem_limit` bytes with 1 GiB of swap, made with
+/// vmtrace's own box code (so that it is cleaned up like vmtrace's).
+fn memory_box(mem_limit: u64) -> vmtrace::host::membox::MemBox {
+    vmtrace::host::membox::MemBox::create(&vmtrace::host::membox::BoxSpec {
+        mem_limit: Some(mem_limit),
+        swap: Some(1 << 30),
+        swap_dir: "/var/tmp".into(),
+    })
+    .expect("box")
+}
+
+/// Starts `cmd` inside the box (it joins the box's cgroups before exec).
+fn spawn_in_box(membox: &vmtrace::host::membox::MemBox, cmd: &mut Command) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let joins = membox.join_paths().expect("box join paths");
+    // SAFETY: only open/write/close on paths prepared before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for path in &joins {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("start the boxed command")
+}
+
 /// The bundled build workload (`kbuild -j 4`: make of a generated C tree)
 /// started outside vmtrace, in a 96 MiB box with swap made with vmtrace's
 /// own box code (so that it is cleaned up like vmtrace's), and a memory
@@ -96,39 +128,20 @@ struct OutsideJob {
 
 impl OutsideJob {
     fn start() -> OutsideJob {
-        use std::os::unix::process::CommandExt;
         let kbuild = Path::new(VMTRACE).parent().expect("bin dir").join("kbuild");
         assert!(
             kbuild.is_file(),
             "{} is missing (cargo xtask test builds it)",
             kbuild.display()
         );
-        let membox = vmtrace::host::membox::MemBox::create(&vmtrace::host::membox::BoxSpec {
-            mem_limit: Some(96 << 20),
-            swap: Some(1 << 30),
-            swap_dir: "/var/tmp".into(),
-        })
-        .expect("box");
-        let joins = membox.join_paths().expect("box join paths");
-        let mut cmd = Command::new(kbuild);
-        cmd.args(["-j", "4"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: only open/write/close on paths prepared before fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                for path in &joins {
-                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    libc::write(fd, b"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                }
-                Ok(())
-            });
-        }
-        let build = cmd.spawn().expect("start the build");
+        let membox = memory_box(96 << 20);
+        let build = spawn_in_box(
+            &membox,
+            Command::new(kbuild)
+                .args(["-j", "4"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
         let outsider = Command::new(memhog())
             .args(["--mib", "64", "--passes", "40"])
             .spawn()
@@ -368,32 +381,12 @@ fn attach_lines_sigterm_and_bad_targets() {
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn live_threads_stalls_reach_their_process_row() {
-    use std::os::unix::process::CommandExt;
     let _g = guard();
-    let membox = vmtrace::host::membox::MemBox::create(&vmtrace::host::membox::BoxSpec {
-        mem_limit: Some(48 << 20),
-        swap: Some(1 << 30),
-        swap_dir: "/var/tmp".into(),
-    })
-    .expect("box");
-    let joins = membox.join_paths().expect("box join paths");
-    let mut cmd = Command::new(memhog());
-    cmd.args(["--threads", "3", "--mib", "32", "--passes", "1000"]);
-    // SAFETY: only open/write/close on paths prepared before fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            for path in &joins {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::write(fd, b"0".as_ptr().cast(), 1);
-                libc::close(fd);
-            }
-            Ok(())
-        });
-    }
-    let mut hog = cmd.spawn().expect("start the hog");
+    let membox = memory_box(48 << 20);
+    let mut hog = spawn_in_box(
+        &membox,
+        Command::new(memhog()).args(["--threads", "3", "--mib", "32", "--passes", "1000"]),
+    );
     let hog_pid = hog.id();
     let cgroup = membox
         .v2_cgroup()

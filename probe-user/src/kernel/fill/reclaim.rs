@@ -87,11 +87,11 @@ fn top_stallers(totals: &KernelTotals) -> Vec<StallerReport> {
         .map(|(pid, s)| StallerReport {
             pid: *pid,
             comm: comm_to_string(&s.comm),
-            target: s.target != 0,
-            direct_stalls: s.direct_count,
-            direct_ns: s.direct_ns,
-            memcg_stalls: s.memcg_count,
-            memcg_ns: s.memcg_ns,
+            target: s.stalls.target != 0,
+            direct_stalls: s.stalls.direct_count,
+            direct_ns: s.stalls.direct_ns,
+            memcg_stalls: s.stalls.memcg_count,
+            memcg_ns: s.stalls.memcg_ns,
         })
         .collect();
     stallers.sort_by_key(|s| std::cmp::Reverse(s.direct_ns + s.memcg_ns));

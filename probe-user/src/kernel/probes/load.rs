@@ -119,7 +119,6 @@ impl Probes {
             return;
         }
         let mut run = || -> Result<()> {
-            use std::io::Read;
             let it: &mut Iter = self
                 .ebpf
                 .program_mut("stall_flush")
@@ -129,8 +128,7 @@ impl Probes {
             let link = it.take_link(id)?;
             let mut file = link.into_file().context("creating the task iterator")?;
             // The program writes nothing: reading to the end runs it.
-            std::io::copy(&mut file.by_ref(), &mut std::io::sink())
-                .context("running the task iterator")?;
+            std::io::copy(&mut file, &mut std::io::sink()).context("running the task iterator")?;
             Ok(())
         };
         if let Err(e) = run() {

@@ -154,10 +154,12 @@ mod tests {
                 4242,
                 vmtrace_common::Staller {
                     comm,
-                    memcg_ns: 9_000_000_000,
-                    memcg_count: 6,
-                    target: 1,
-                    ..Default::default()
+                    stalls: vmtrace_common::StallTotals {
+                        memcg_ns: 9_000_000_000,
+                        memcg_count: 6,
+                        target: 1,
+                        ..Default::default()
+                    },
                 },
             )],
             ..Default::default()
