@@ -112,20 +112,22 @@ pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
     let _ = writeln!(md);
     let _ = writeln!(
         md,
-        "The empty column is an empty program on the same hook (bpftrace, classic tracepoints), run once more: the floor no program there can go under."
+        "The empty column is an empty program on the same hook (bpftrace, classic tracepoints), run once more: the floor no program there can go under. The clock column is a program there that only reads the clock (bpf_ktime_get_ns), run once more: the floor of a program that times a span (reclaim begin/end, swap I/O issue/complete, shrinker start/end)."
     );
     let _ = writeln!(md);
     let _ = writeln!(
         md,
-        "| signal | vmtrace runs | vmtrace ns/run | empty ns/run | bpftrace runs | bpftrace ns/run | vmtrace / bpftrace |"
+        "| signal | vmtrace runs | vmtrace ns/run | empty ns/run | clock ns/run | bpftrace runs | bpftrace ns/run | vmtrace / bpftrace |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    let empty = get(Tool::EmptyPrograms);
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    // The two floors, "empty | clock".
     let floor = |ours: Option<&str>| -> String {
-        match (ours, empty) {
-            (Some(o), Some(e)) => per_run(find(&e.programs, o, true)),
-            _ => "-".into(),
-        }
+        [Tool::EmptyPrograms, Tool::ClockPrograms]
+            .map(|t| match (ours, get(t)) {
+                (Some(o), Some(m)) => per_run(find(&m.programs, o, true)),
+                _ => "-".into(),
+            })
+            .join(" | ")
     };
     let mut paired_vm = Vec::new();
     for (probe, ours) in PAIRS {
@@ -222,18 +224,21 @@ mod tests {
             ("1 (write_folio)", 200, 8_000),
             ("2 (lru_shrink_active)", 0, 0),
         ]);
+        let clock = measured(&[("1 (write_folio)", 100, 4_500)]);
         let md = side_by_side(&[
             (Tool::Vmtrace, vm),
             (Tool::Bpftrace, bt),
             (Tool::EmptyPrograms, empty),
+            (Tool::ClockPrograms, clock),
         ]);
-        // vmtrace 50 ns, an empty program 40, bpftrace 100.
+        // vmtrace 50 ns, an empty program 40, one that reads the clock
+        // 45, bpftrace 100.
         assert!(
-            md.contains("| write_folio | 100 | 50 | 40 | 100 | 100 | 0.50 |"),
+            md.contains("| write_folio | 100 | 50 | 40 | 45 | 100 | 100 | 0.50 |"),
             "{md}"
         );
         assert!(
-            md.contains("| lru_shrink_active (vmtrace only) | 10 | 100 | - |"),
+            md.contains("| lru_shrink_active (vmtrace only) | 10 | 100 | - | - | - | - | - |"),
             "{md}"
         );
         // vmtrace 6000 ns in all vs bpftrace 10000 for the same signals.

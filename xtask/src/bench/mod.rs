@@ -168,10 +168,15 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
         // The programs' own cost, with bpf_stats on (it adds to every
         // run, so these runs are not timed).
         let mut costs = Vec::new();
-        for tool in [Tool::Vmtrace, Tool::Bpftrace, Tool::EmptyPrograms] {
-            // The empty programs come with bpftrace (the same tool loads them).
-            let wanted = tools.contains(&tool)
-                || (tool == Tool::EmptyPrograms && tools.contains(&Tool::Bpftrace));
+        for tool in [
+            Tool::Vmtrace,
+            Tool::Bpftrace,
+            Tool::EmptyPrograms,
+            Tool::ClockPrograms,
+        ] {
+            // The floor programs come with bpftrace (the same tool loads them).
+            let floor = matches!(tool, Tool::EmptyPrograms | Tool::ClockPrograms);
+            let wanted = tools.contains(&tool) || (floor && tools.contains(&Tool::Bpftrace));
             if wanted && let Some(m) = run_retrying(tool, &vmtrace, &args, &scratch, true)? {
                 costs.push((tool, m));
             }
@@ -348,7 +353,7 @@ fn run_once(
                 .into_iter()
                 .enumerate()
                 .map(|(i, (_, (runs, ns)))| {
-                    let probe = if tool == Tool::EmptyPrograms {
+                    let probe = if matches!(tool, Tool::EmptyPrograms | Tool::ClockPrograms) {
                         tools::EMPTY_PROBES.get(i).map(|p| p.0)
                     } else {
                         tools::BPFTRACE_PROBES.get(i).copied()
@@ -524,7 +529,7 @@ fn header(opts: &BenchOptions, tools: &[Tool]) -> Result<String> {
             Tool::Bpftrace => version("bpftrace", "--version"),
             Tool::Perf => version("perf", "--version"),
             Tool::TraceCmd => version("trace-cmd", "--version"),
-            Tool::EmptyPrograms => continue,
+            Tool::EmptyPrograms | Tool::ClockPrograms => continue,
         };
         writeln!(md, "- {}: {v}", t.name())?;
     }

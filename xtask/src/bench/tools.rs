@@ -24,6 +24,10 @@ pub enum Tool {
     /// hooks, run once with bpf_stats for the floor of the cost table
     /// (what any program costs there). Not in `ALL`: never timed.
     EmptyPrograms,
+    /// As `EmptyPrograms`, each program reading the clock once
+    /// (bpf_ktime_get_ns, as every timed vmtrace program does): the
+    /// floor of a program that times a span there.
+    ClockPrograms,
 }
 
 impl Tool {
@@ -43,6 +47,7 @@ impl Tool {
             Tool::Perf => "perf-record",
             Tool::TraceCmd => "trace-cmd",
             Tool::EmptyPrograms => "empty programs",
+            Tool::ClockPrograms => "clock-read programs",
         }
     }
 
@@ -54,7 +59,9 @@ impl Tool {
     pub fn needs(self) -> Option<(&'static str, &'static str)> {
         match self {
             Tool::Bare | Tool::Vmtrace => None,
-            Tool::Bpftrace | Tool::EmptyPrograms => Some(("bpftrace", "bpftrace")),
+            Tool::Bpftrace | Tool::EmptyPrograms | Tool::ClockPrograms => {
+                Some(("bpftrace", "bpftrace"))
+            }
             Tool::Perf => Some(("perf", "linux-perf")),
             Tool::TraceCmd => Some(("trace-cmd", "trace-cmd")),
         }
@@ -181,11 +188,18 @@ pub const EMPTY_PROBES: &[(&str, &str)] = &[
     ("major_fault", "software:major-faults:1"),
 ];
 
-/// The empty programs' script: `probe { }` per line.
-pub fn empty_script() -> String {
+/// The floor programs' script: `probe { }` per line, or with
+/// `clock`, a program that reads the clock once and compares it with a
+/// value it never has (so that the read cannot be optimised away).
+pub fn floor_script(clock: bool) -> String {
+    let body = if clock {
+        "{ if (nsecs == 0) { exit(); } }"
+    } else {
+        "{ }"
+    };
     EMPTY_PROBES
         .iter()
-        .map(|(_, probe)| format!("{probe} {{ }}\n"))
+        .map(|(_, probe)| format!("{probe} {body}\n"))
         .collect()
 }
 
@@ -242,11 +256,10 @@ pub fn command(
             c.args(&inner[1..]);
             c
         }
-        Tool::Bpftrace | Tool::EmptyPrograms => {
-            let script = if tool == Tool::Bpftrace {
-                BPFTRACE_SCRIPT.to_string()
-            } else {
-                empty_script()
+        Tool::Bpftrace | Tool::EmptyPrograms | Tool::ClockPrograms => {
+            let script = match tool {
+                Tool::Bpftrace => BPFTRACE_SCRIPT.to_string(),
+                _ => floor_script(tool == Tool::ClockPrograms),
             };
             let mut c = Command::new("bpftrace");
             c.arg("-o")
@@ -299,7 +312,7 @@ pub fn lost_and_recorded(tool: Tool, trace: &Path, output: &str) -> (Option<u64>
         Tool::Bare | Tool::Vmtrace => (None, None),
         // bpftrace aggregates in maps; it reports lost perf-buffer events
         // ("Lost N events") only when it prints through one.
-        Tool::Bpftrace | Tool::EmptyPrograms => {
+        Tool::Bpftrace | Tool::EmptyPrograms | Tool::ClockPrograms => {
             (Some(numbers_after(output, "Lost ").iter().sum()), None)
         }
         Tool::Perf => {
