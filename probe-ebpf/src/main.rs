@@ -15,7 +15,8 @@
 //! - `zone`: page allocations per zone (opt-in: a hot path);
 //! - `fault`: major-fault counts and, behind an option, fault latency;
 //! - `target`: following a process tree (attach by pid or name);
-//! - `task`: per-task span stamps (task-local storage).
+//! - `task`: per-task span stamps (task-local storage);
+//! - `cgroup`: reclaim stalls per cgroup (`attach --serve`).
 //!
 //! Field offsets of classic tracepoints are not compiled in: userspace reads
 //! them from the running kernel's tracefs `format` files and writes them to
@@ -29,6 +30,7 @@
 // Loads at fixed context offsets (`shared::tracepoint_field`).
 #![feature(asm_experimental_arch)]
 
+mod cgroup;
 mod fault;
 mod kswapd;
 mod lru;

@@ -117,6 +117,7 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
         return;
     }
     let pages = tracepoint_field(ctx, nr_reclaimed);
+    crate::cgroup::add_stall(memcg, stall);
     if memcg {
         record(Hist::MemcgReclaim, stall);
         count(Counter::MemcgReclaims, 1);

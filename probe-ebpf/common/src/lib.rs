@@ -142,6 +142,54 @@ signal_ids! {
         TargetPidsFull => ("target_pids_full", "forks not followed (TARGET_PIDS full)"),
         /// Children of target processes followed (`sched_process_fork`).
         TargetForks => ("target_forks", "forks of the target followed"),
+        /// Reclaim stalls of cgroups past `attach --max-cgroups` (the
+        /// per-cgroup table full), counted in its overflow row instead.
+        CgroupStallsFolded => ("cgroup_stalls_folded", "reclaim stalls folded into the overflow cgroup row"),
+    }
+}
+
+/// Buckets of the per-cgroup stall histograms (`CGROUP_STALLS`): bucket
+/// 0 holds 0 ns, bucket k (1..=64) the values 2^(k-1) ..= 2^k - 1 ns, so
+/// its upper edge 2^k - 1 ns is also an edge of the fine histograms'
+/// buckets ([`hist`]): both fold exactly into the same power-of-two
+/// bounds (`/metrics` `le`).
+pub const CGROUP_BUCKETS: usize = 65;
+
+/// The per-cgroup bucket of a value.
+#[inline(always)]
+pub fn cgroup_bucket(v: u64) -> usize {
+    if v == 0 {
+        0
+    } else {
+        hist::log2_floor(v) as usize + 1
+    }
+}
+
+/// Most cgroups the per-cgroup table has room for (`attach --serve
+/// --max-cgroups`, which sets the map's size at load time, is at most
+/// this), besides the overflow row (cgroup id 0).
+pub const MAX_CGROUPS: u32 = 4096;
+
+/// Reclaim stalls of the tasks of one cgroup (v2 id), `CGROUP_STALLS`:
+/// histograms (see [`CGROUP_BUCKETS`]) and exact sums, per context.
+/// Added to atomically (a shared hash entry).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupStalls {
+    pub direct: [u64; CGROUP_BUCKETS],
+    pub memcg: [u64; CGROUP_BUCKETS],
+    pub direct_ns: u64,
+    pub memcg_ns: u64,
+}
+
+impl Default for CgroupStalls {
+    fn default() -> Self {
+        CgroupStalls {
+            direct: [0; CGROUP_BUCKETS],
+            memcg: [0; CGROUP_BUCKETS],
+            direct_ns: 0,
+            memcg_ns: 0,
+        }
     }
 }
 
@@ -674,6 +722,9 @@ pub mod names {
     pub const TARGET: &str = "TARGET";
     pub const TARGET_PIDS: &str = "TARGET_PIDS";
     pub const FAULT_LATENCY: &str = "FAULT_LATENCY";
+    pub const CGROUP_STALLS: &str = "CGROUP_STALLS";
+    pub const CGROUP_ZERO: &str = "CGROUP_ZERO";
+    pub const PER_CGROUP: &str = "PER_CGROUP";
 
     /// The maps userspace opens by name.
     pub const MAPS: &[&str] = &[
@@ -700,10 +751,19 @@ pub mod names {
         SWAP_IO,
         FAULT_START,
         TARGET_PIDS,
+        CGROUP_STALLS,
+        CGROUP_ZERO,
     ];
 
     /// The globals userspace sets at load time (not maps).
-    pub const GLOBALS: &[&str] = &[FIELDS, TARGET, SWAP_EXTENTS, ZONE_SPANS, FAULT_LATENCY];
+    pub const GLOBALS: &[&str] = &[
+        FIELDS,
+        TARGET,
+        SWAP_EXTENTS,
+        ZONE_SPANS,
+        FAULT_LATENCY,
+        PER_CGROUP,
+    ];
 }
 
 /// Field-by-field sums, for adding up per-CPU cells (userspace) without
@@ -759,6 +819,7 @@ mod pod {
     unsafe impl aya::Pod for super::LruShrinkInactive {}
     unsafe impl aya::Pod for super::LruShrinkActive {}
     unsafe impl aya::Pod for super::Staller {}
+    unsafe impl aya::Pod for super::CgroupStalls {}
     unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::KswapdNode {}
     unsafe impl aya::Pod for super::ProcFaults {}

@@ -156,6 +156,13 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         fault_latency: args.fault_latency,
         page_alloc: args.page_alloc,
         progress: None,
+        serve: args
+            .serve
+            .map(|listen| crate::session::serve::ServeOptions {
+                listen,
+                public: args.serve_public,
+                max_cgroups: args.max_cgroups,
+            }),
     };
     let json = args.json;
     let path = job::attach_job(&opts, args.output.as_deref(), |report| {

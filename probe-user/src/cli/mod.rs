@@ -98,7 +98,8 @@ exit while attached.",
         after_help = "Examples:\n  \
 sudo vmtrace attach --pid $(pgrep -o make) --interval 1\n  \
 sudo vmtrace attach --cgroup /sys/fs/cgroup/system.slice/build.service --duration 60\n  \
-sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json"
+sudo vmtrace attach --comm cc1 -o cc1.vmtrace.json\n  \
+sudo vmtrace attach --serve 127.0.0.1:9911 --max-cgroups 512"
     )]
     Attach(AttachArgs),
     /// Run the same job on other kernels, each booted in a QEMU guest
@@ -451,6 +452,22 @@ pub struct AttachArgs {
     /// Print the report as JSON on stdout instead of text
     #[arg(long)]
     pub json: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics until stopped
+    /// (SIGTERM, SIGHUP, Ctrl-C or --duration), e.g. 127.0.0.1:9911
+    #[arg(
+        long,
+        value_name = "ADDR",
+        long_help = "Serve Prometheus metrics at http://ADDR/metrics until stopped (SIGTERM, SIGHUP, Ctrl-C or --duration; the targets exiting does not stop it), then write the recording as attach does. Per-cgroup reclaim stall histograms (vmtrace_cgroup_{direct,memcg}_reclaim_seconds), the target's latency histograms, every counter of the recording, /proc/vmstat reclaim and swap items and memory PSI; OpenMetrics when the scraper asks for it. Histogram bounds are 2^k - 1 ns, k = 10..36, exact edges of vmtrace's buckets. A loopback address unless --serve-public. See docs/PROMETHEUS.md."
+    )]
+    pub serve: Option<std::net::SocketAddr>,
+    /// Allow --serve on an address that is not loopback
+    #[arg(long, requires = "serve")]
+    pub serve_public: bool,
+    /// Most cgroups with a row of their own under --serve; stalls of
+    /// more go to cgroup="(other)" (1 to 4096)
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "serve",
+          value_parser = clap::value_parser!(u32).range(1..=vmtrace_common::MAX_CGROUPS as i64))]
+    pub max_cgroups: u32,
 }
 
 /// `on` or `off` (also yes/no, y/n, 1/0).

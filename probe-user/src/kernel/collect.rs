@@ -5,10 +5,10 @@
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
-    Counter, Counters, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive, LruShrinkInactive,
-    LruType, MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime, ProcFaults, ReclaimContext,
-    Staller, THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell, names, order_cell,
-    priority_cell, zone_cell,
+    CgroupStalls, Counter, Counters, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive,
+    LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime,
+    ProcFaults, ReclaimContext, Staller, THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell,
+    names, order_cell, priority_cell, zone_cell,
 };
 
 use crate::{
@@ -118,6 +118,26 @@ where
         sum += *v;
     }
     Ok(sum)
+}
+
+/// The per-cgroup stall rows (`attach --serve`): (cgroup id, row); id 0
+/// is the overflow row. Empty when the table is not kept.
+pub fn read_cgroup_stalls(probes: &Probes) -> Result<Vec<(u64, CgroupStalls)>> {
+    hash_entries(probes, names::CGROUP_STALLS)
+}
+
+/// Deletes the rows of cgroups that no longer exist; returns how many
+/// went. The overflow row stays.
+pub fn forget_cgroups(probes: &mut Probes, ids: &[u64]) -> Result<usize> {
+    let map = probes
+        .ebpf
+        .map_mut(names::CGROUP_STALLS)
+        .ok_or_else(|| anyhow!("map CGROUP_STALLS is not in the eBPF object"))?;
+    let mut table: AyaHashMap<_, u64, CgroupStalls> = AyaHashMap::try_from(map)?;
+    Ok(ids
+        .iter()
+        .filter(|&&id| id != 0 && table.remove(&id).is_ok())
+        .count())
 }
 
 /// Reads every map. Cheap enough to call once per progress interval.

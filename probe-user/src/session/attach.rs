@@ -20,6 +20,7 @@ use crate::{
     model::report::{Exit, RunReport},
     session::preflight,
     session::progress::{PROGRESS_HEADER, Progress},
+    session::serve,
     session::signals::{Signals, runtime_with_signals},
     session::tracer::{Tracer, Watch, Window},
 };
@@ -37,6 +38,9 @@ pub struct AttachOptions {
     pub fault_latency: bool,
     pub page_alloc: bool,
     pub progress: Option<Progress>,
+    /// Serve /metrics (`--serve`): run until stopped, whatever the
+    /// targets do.
+    pub serve: Option<serve::ServeOptions>,
 }
 
 /// What the options name, resolved against the running system.
@@ -190,8 +194,17 @@ fn descendants_in(roots: &[u32], table: &[(u32, u32, String)]) -> Vec<u32> {
 /// checked for root.
 pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
     let targets = resolve(opts)?;
+    if let Some(s) = &opts.serve {
+        serve::check(s)?;
+    }
     preflight::restore_stale_sysctls();
     let (rt, mut signals) = runtime_with_signals()?;
+    // Listen before attaching: an address in use fails with nothing
+    // attached yet.
+    let scrapes = match &opts.serve {
+        Some(s) => Some(rt.block_on(serve::start(s))?),
+        None => None,
+    };
     let mut tracer = attach_tracer(opts, &targets)?;
     eprintln!("vmtrace: attached to {}", targets.text);
     let window = Window::open(false)?;
@@ -203,12 +216,17 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
         opts.interval,
         &window.before,
     );
+    if opts.serve.is_some() {
+        // Days of serving keep the last hour of the time series.
+        watch.max_samples = Some(SERVE_SAMPLES);
+    }
     let why = rt.block_on(trace_until_stopped(
         opts,
         &targets,
         &mut signals,
         &mut watch,
         started,
+        scrapes,
     ));
     watch.sample(started.elapsed().as_secs_f64());
     watch.clear_status();
@@ -250,7 +268,8 @@ fn attach_tracer(opts: &AttachOptions, targets: &Targets) -> Result<Tracer> {
     if targets.target.by_pid != 0 {
         opted_in.push(probes::OptIn::FollowForks);
     }
-    let mut tracer = Tracer::attach(targets.target, &opted_in)?;
+    let max_cgroups = opts.serve.as_ref().map(|s| s.max_cgroups);
+    let mut tracer = Tracer::attach(targets.target, &opted_in, max_cgroups)?;
     if targets.target.by_pid != 0 {
         tracer.probes.follow(&targets.seed)?;
         // Children forked between the scan and the fork program: once more.
@@ -267,7 +286,12 @@ async fn trace_until_stopped(
     signals: &mut Signals,
     watch: &mut Watch<'_>,
     started: Instant,
+    mut scrapes: Option<tokio::sync::mpsc::Receiver<serve::Scrape>>,
 ) -> Stop {
+    let mut exporter = opts
+        .serve
+        .as_ref()
+        .map(|s| serve::Exporter::new(s.max_cgroups));
     let start = tokio::time::Instant::now();
     let mut tick = tokio::time::interval_at(start + opts.interval, opts.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -287,14 +311,34 @@ async fn trace_until_stopped(
             _ = tick.tick() => {
                 watch.sample(started.elapsed().as_secs_f64());
                 watch.show_status();
-                if watch.probes.as_deref().is_some_and(|p| !targets_alive(targets, p)) {
+                if opts.serve.is_none()
+                    && watch.probes.as_deref().is_some_and(|p| !targets_alive(targets, p))
+                {
                     return Stop::TargetsGone;
+                }
+            }
+            Some(scrape) = next_scrape(&mut scrapes) => {
+                if let (Some(e), Some(p)) = (exporter.as_mut(), watch.probes.as_deref_mut()) {
+                    scrape.answer(e, p);
                 }
             }
             _ = line_tick.tick(), if opts.lines.is_some() => {
                 watch.print_progress();
             }
         }
+    }
+}
+
+/// Samples kept while serving (an hour at the default interval).
+const SERVE_SAMPLES: usize = 3600;
+
+/// The next scrape; never, without a server.
+async fn next_scrape(
+    scrapes: &mut Option<tokio::sync::mpsc::Receiver<serve::Scrape>>,
+) -> Option<serve::Scrape> {
+    match scrapes {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

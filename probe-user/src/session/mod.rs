@@ -11,5 +11,6 @@ pub mod kernels;
 pub mod preflight;
 pub mod progress;
 pub mod run;
+pub mod serve;
 pub mod signals;
 pub mod tracer;

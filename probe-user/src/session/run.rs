@@ -80,7 +80,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let mut tracer = if opts.no_probes {
         None
     } else {
-        Some(Tracer::attach(target, &opted_in(opts))?)
+        Some(Tracer::attach(target, &opted_in(opts), None)?)
     };
     let attach_s = attach_started.elapsed().as_secs_f64();
     if rt.block_on(signals.pending()).is_some() {

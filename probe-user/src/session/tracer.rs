@@ -50,7 +50,13 @@ pub struct Tracer {
 impl Tracer {
     /// Resolves fields (tracefs, BTF), plans and attaches every program,
     /// saying which metrics are unavailable or incomplete.
-    pub fn attach(target: Target, opted_in: &[probes::OptIn]) -> Result<Tracer> {
+    /// `max_cgroups`: keep reclaim stalls per cgroup, for at most that
+    /// many (`attach --serve`).
+    pub fn attach(
+        target: Target,
+        opted_in: &[probes::OptIn],
+        max_cgroups: Option<u32>,
+    ) -> Result<Tracer> {
         // Another vmtrace attaching at the same time must not unmount the
         // tracefs this one mounted (or the other way round).
         let _attaching = crate::host::lock::Lock::take("attach");
@@ -80,6 +86,7 @@ impl Tracer {
             swap: swap_layout.to_global(),
             zones: sample::zone_spans(&zones),
             fault_latency: plan.is_enabled(MetricId::FaultLatency),
+            max_cgroups,
         };
         let probes = probes::attach(plan, &layout)?;
         let (unavailable, partial) = told_missing(&probes);
@@ -421,6 +428,8 @@ pub(crate) struct Watch<'a> {
     pub(crate) vmstat_start: &'a VmStat,
     pub(crate) psi_start: Option<sample::Psi>,
     pub(crate) samples: Vec<sample::Sample>,
+    /// Keep at most this many samples, the latest (`attach --serve`).
+    pub(crate) max_samples: Option<usize>,
     /// Each kernel histogram's counts at the previous sample.
     pub(crate) hists_before: Vec<Vec<u64>>,
 }
@@ -443,6 +452,7 @@ impl<'a> Watch<'a> {
             vmstat_start,
             psi_start: crate::host::proc::read_psi(),
             samples: Vec::new(),
+            max_samples: None,
             hists_before: Vec::new(),
         }
     }
@@ -473,6 +483,12 @@ impl<'a> Watch<'a> {
                 .map(|&h| t.hist(h).to_vec())
                 .collect();
             self.samples.push(s);
+            if let Some(max) = self.max_samples
+                && self.samples.len() > max
+            {
+                let extra = self.samples.len() - max;
+                self.samples.drain(..extra);
+            }
         }
     }
 

@@ -86,7 +86,7 @@ fn attach_by_pid_follows_children_forked_later() {
 
 /// A memory box of `mem_limit` bytes with 1 GiB of swap, made with
 /// vmtrace's own box code (so that it is cleaned up like vmtrace's).
-fn memory_box(mem_limit: u64) -> vmtrace::host::membox::MemBox {
+pub(crate) fn memory_box(mem_limit: u64) -> vmtrace::host::membox::MemBox {
     vmtrace::host::membox::MemBox::create(&vmtrace::host::membox::BoxSpec {
         mem_limit: Some(mem_limit),
         swap: Some(1 << 30),
@@ -96,7 +96,10 @@ fn memory_box(mem_limit: u64) -> vmtrace::host::membox::MemBox {
 }
 
 /// Starts `cmd` inside the box (it joins the box's cgroups before exec).
-fn spawn_in_box(membox: &vmtrace::host::membox::MemBox, cmd: &mut Command) -> std::process::Child {
+pub(crate) fn spawn_in_box(
+    membox: &vmtrace::host::membox::MemBox,
+    cmd: &mut Command,
+) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     let joins = membox.join_paths().expect("box join paths");
     // SAFETY: only open/write/close on paths prepared before fork.
@@ -271,6 +274,7 @@ fn attach_detach_100_times_leaks_nothing() {
         vmtrace::session::tracer::Tracer::attach(
             target,
             &[vmtrace::kernel::probes::OptIn::FollowForks],
+            None,
         )
         .expect("attach"),
     );
@@ -281,6 +285,7 @@ fn attach_detach_100_times_leaks_nothing() {
     let t = vmtrace::session::tracer::Tracer::attach(
         target,
         &[vmtrace::kernel::probes::OptIn::FollowForks],
+        None,
     )
     .expect("attach");
     let attached = bpf_object_counts();
@@ -293,6 +298,7 @@ fn attach_detach_100_times_leaks_nothing() {
         let mut t = vmtrace::session::tracer::Tracer::attach(
             target,
             &[vmtrace::kernel::probes::OptIn::FollowForks],
+            None,
         )
         .unwrap_or_else(|e| panic!("attach {i}: {e:#}"));
         t.probes.follow(&[busy.id()]).expect("follow");

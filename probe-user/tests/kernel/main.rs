@@ -29,6 +29,7 @@ mod portability;
 mod reclaim;
 mod refusals;
 mod reports;
+mod serve;
 mod swapcause;
 mod swapio;
 mod workloads;

@@ -56,6 +56,8 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     // job does not need QEMU.
     // The swap I/O test's independent timing of the same requests.
     ("bpftrace", "bpftrace", Need::Test),
+    // The exporter test's scraper (`attach --serve`).
+    ("prometheus", "prometheus", Need::Test),
     ("busybox", "busybox-static", Need::Test),
     ("mkfs.ext4", "e2fsprogs", Need::Test),
     ("xz", "xz-utils", Need::Test),

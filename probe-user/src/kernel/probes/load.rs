@@ -12,7 +12,7 @@ use aya::{
     },
     util::online_cpus,
 };
-use vmtrace_common::{OomVictim, SwapExtents, Target, ZoneSpans, names};
+use vmtrace_common::{CgroupStalls, MAX_CGROUPS, OomVictim, SwapExtents, Target, ZoneSpans, names};
 
 use super::{
     catalogue::{CATALOGUE, Hook, MetricId, Program},
@@ -161,6 +161,9 @@ pub struct Layout {
     pub zones: ZoneSpans,
     /// Fault latency on: the major-fault program also times faults.
     pub fault_latency: bool,
+    /// Keep reclaim stalls per cgroup (`attach --serve`), for at most
+    /// this many cgroups (besides the overflow row).
+    pub max_cgroups: Option<u32>,
 }
 
 /// Loads the eBPF object with the plan's field offsets and target, then
@@ -168,7 +171,11 @@ pub struct Layout {
 /// `attach_failures` (with the kernel's reason); loading the object itself
 /// failing is an error.
 pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
+    let per_cgroup = layout.max_cgroups.map(|n| n.clamp(1, MAX_CGROUPS));
     let mut ebpf = EbpfLoader::new()
+        // The overflow row (id 0) comes on top of the cap.
+        .map_max_entries(names::CGROUP_STALLS, per_cgroup.unwrap_or(1) + 1)
+        .override_global(names::PER_CGROUP, &u32::from(per_cgroup.is_some()), true)
         .override_global(names::FIELDS, &plan.fields, true)
         .override_global(names::TARGET, &layout.target, true)
         .override_global(names::SWAP_EXTENTS, &layout.swap, true)
@@ -195,6 +202,14 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
     let logger = aya_log::EbpfLogger::init(&mut ebpf)
         .map_err(|e| log::debug!("eBPF logging unavailable: {e}"))
         .ok();
+    if per_cgroup.is_some() {
+        let mut rows: aya::maps::HashMap<_, u64, CgroupStalls> = aya::maps::HashMap::try_from(
+            ebpf.map_mut(names::CGROUP_STALLS)
+                .context("the eBPF object has no CGROUP_STALLS map")?,
+        )?;
+        rows.insert(0, CgroupStalls::default(), 0)
+            .context("inserting the overflow row of CGROUP_STALLS")?;
+    }
     let oom = match ebpf.take_map(names::OOM_VICTIMS) {
         Some(map) => Some(RingBuf::try_from(map).context("OOM victim ring buffer")?),
         None => None,

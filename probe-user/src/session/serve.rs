@@ -1,0 +1,340 @@
+//! `attach --serve ADDR`: vmtrace as a Prometheus exporter. An HTTP/1.1
+//! server (hyper) answers `GET /metrics`; each scrape is passed to the
+//! attach loop, the one owner of the probes, which reads the maps and
+//! renders the exposition (`view::metrics`). Nothing is kept per scrape.
+//!
+//! Per-cgroup rows live in the kernel table `CGROUP_STALLS`, whose size
+//! is the cap (`--max-cgroups`); their names come from a walk of the
+//! cgroup2 mount, redone when a row's cgroup is unknown (at most every
+//! few seconds), and the rows of cgroups that are gone are deleted, so
+//! memory stays bounded while cgroups come and go.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use http_body_util::Full;
+use hyper::{Request, Response, StatusCode, body::Bytes, service::service_fn};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use vmtrace_common::{Counter, Hist};
+
+use crate::{
+    host::membox::CgroupMounts,
+    kernel::{collect, probes::Probes},
+    model::{sample::parse_psi, vmstat::VmStat},
+    view::metrics::{self, CgroupRow, Exposition, Format, OVERFLOW_CGROUP},
+};
+
+/// What `--serve` was given.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    /// A non-loopback address was asked for explicitly (`--serve-public`).
+    pub public: bool,
+    pub max_cgroups: u32,
+}
+
+/// Checks the address against `--serve-public`: one-line errors.
+pub fn check(opts: &ServeOptions) -> Result<()> {
+    if !opts.listen.ip().is_loopback() && !opts.public {
+        bail!(
+            "--serve {} is not a loopback address: anyone who can reach it reads what the \
+             machine's tasks do; add --serve-public to mean it, or serve on 127.0.0.1",
+            opts.listen
+        );
+    }
+    Ok(())
+}
+
+/// One scrape waiting for its exposition.
+pub struct Scrape {
+    format: Format,
+    reply: oneshot::Sender<String>,
+}
+
+impl Scrape {
+    pub fn answer(self, exporter: &mut Exporter, probes: &mut Probes) {
+        let text = exporter.render(probes, self.format);
+        let _ = self.reply.send(text);
+    }
+}
+
+/// Most connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Binds the address and serves connections on the current runtime;
+/// scrapes arrive on the returned channel.
+pub async fn start(opts: &ServeOptions) -> Result<mpsc::Receiver<Scrape>> {
+    if !opts.listen.ip().is_loopback() {
+        eprintln!(
+            "vmtrace: warning: serving /metrics on {}, not a loopback address: put it behind \
+             a firewall",
+            opts.listen
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (in use by another exporter, or not an address of this \
+                 machine); give another with --serve",
+                opts.listen
+            )
+        })?;
+    eprintln!("vmtrace: serving http://{}/metrics", opts.listen);
+    let (tx, rx) = mpsc::channel::<Scrape>(MAX_CONNECTIONS);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    tokio::spawn(async move {
+        loop {
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| respond(req, tx.clone()));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(10))
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+                drop(permit);
+            });
+        }
+    });
+    Ok(rx)
+}
+
+async fn respond(
+    req: Request<hyper::body::Incoming>,
+    tx: mpsc::Sender<Scrape>,
+) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+    let text = |status: StatusCode, body: &str| {
+        let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+        *r.status_mut() = status;
+        r
+    };
+    match (req.method(), req.uri().path()) {
+        (&hyper::Method::GET, "/metrics") => {
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let format = Format::from_accept(accept);
+            let (reply, answer) = oneshot::channel();
+            if tx.send(Scrape { format, reply }).await.is_err() {
+                return Ok(text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "vmtrace is stopping\n",
+                ));
+            }
+            match answer.await {
+                Ok(body) => {
+                    let mut r = Response::new(Full::new(Bytes::from(body)));
+                    if let Ok(v) = hyper::header::HeaderValue::from_str(format.content_type()) {
+                        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+                    }
+                    Ok(r)
+                }
+                Err(_) => Ok(text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "vmtrace is stopping\n",
+                )),
+            }
+        }
+        (&hyper::Method::GET, "/") => Ok(text(
+            StatusCode::OK,
+            "vmtrace: reclaim, fault and swap metrics at /metrics\n",
+        )),
+        _ => Ok(text(StatusCode::NOT_FOUND, "not found: try /metrics\n")),
+    }
+}
+
+/// The cgroup tree is walked again this often (removed cgroups expire),
+/// and as soon as a row of an unknown cgroup appears, but not twice
+/// within `WALK_AGAIN`.
+const WALK_EVERY: Duration = Duration::from_secs(5);
+const WALK_AGAIN: Duration = Duration::from_secs(1);
+
+/// Builds expositions from the probes, and keeps the per-cgroup table
+/// to the cgroups that exist.
+pub struct Exporter {
+    cgroup2: Option<PathBuf>,
+    /// cgroup id -> path under the cgroup2 mount ("/" for its root).
+    names: HashMap<u64, String>,
+    walked: Option<Instant>,
+    max_cgroups: u32,
+    expired: u64,
+}
+
+impl Exporter {
+    pub fn new(max_cgroups: u32) -> Exporter {
+        let cgroup2 = std::fs::read_to_string("/proc/self/mountinfo")
+            .ok()
+            .and_then(|m| CgroupMounts::parse(&m).v2);
+        Exporter {
+            cgroup2,
+            names: HashMap::new(),
+            walked: None,
+            max_cgroups,
+            expired: 0,
+        }
+    }
+
+    fn walk(&mut self) {
+        self.names.clear();
+        if let Some(root) = self.cgroup2.clone() {
+            walk_cgroups(&root, &root, &mut self.names, 0);
+        }
+        self.walked = Some(Instant::now());
+    }
+
+    /// The exposition now. Rows of cgroups that no longer exist are
+    /// deleted from the kernel table (after a fresh walk).
+    pub fn render(&mut self, probes: &mut Probes, format: Format) -> String {
+        let mut e = Exposition {
+            max_cgroups: self.max_cgroups,
+            ..Default::default()
+        };
+        if let Ok(t) = collect::read(probes) {
+            e.hists = Hist::ALL
+                .iter()
+                .filter(|&&h| t.hist(h).iter().any(|&n| n > 0) || always_shown(h))
+                .map(|&h| (h, t.hist(h).to_vec()))
+                .collect();
+            e.counters = Counter::ALL.iter().map(|&c| (c, t.counter(c))).collect();
+        }
+        let mut rows = collect::read_cgroup_stalls(probes).unwrap_or_default();
+        let since = self.walked.map(|t| t.elapsed());
+        let unknown = rows
+            .iter()
+            .any(|(id, _)| *id != 0 && !self.names.contains_key(id));
+        let due = match since {
+            None => true,
+            Some(s) => s >= WALK_EVERY || (unknown && s >= WALK_AGAIN),
+        };
+        if due {
+            self.walk();
+            // A row whose cgroup the fresh walk did not find: removed.
+            let gone: Vec<u64> = rows
+                .iter()
+                .map(|(id, _)| *id)
+                .filter(|id| *id != 0 && !self.names.contains_key(id))
+                .collect();
+            if let Ok(n) = collect::forget_cgroups(probes, &gone) {
+                self.expired += n as u64;
+                rows.retain(|(id, _)| !gone.contains(id));
+            }
+        }
+        for (id, stalls) in rows {
+            let name = if id == 0 {
+                OVERFLOW_CGROUP.to_string()
+            } else if let Some(n) = self.names.get(&id) {
+                n.clone()
+            } else {
+                // Created within the last second: named by id until
+                // the next walk.
+                format!("(id {id})")
+            };
+            let psi_us = (id != 0).then(|| self.cgroup_psi(&name)).flatten();
+            e.cgroups.push(CgroupRow {
+                name,
+                stalls,
+                psi_us,
+            });
+        }
+        e.cgroups.sort_by(|a, b| a.name.cmp(&b.name));
+        e.cgroups_expired = self.expired;
+        e.psi_us = std::fs::read_to_string("/proc/pressure/memory")
+            .ok()
+            .and_then(|t| parse_psi(&t))
+            .map(|p| (p.some_us, p.full_us));
+        let vmstat = VmStat::parse(&std::fs::read_to_string("/proc/vmstat").unwrap_or_default());
+        e.vmstat = metrics::VMSTAT_ITEMS
+            .iter()
+            .filter(|i| vmstat.0.contains_key(**i))
+            .map(|&i| (i, vmstat.get(i)))
+            .collect();
+        metrics::render(&e, format)
+    }
+
+    fn cgroup_psi(&self, name: &str) -> Option<(u64, u64)> {
+        let dir = self.cgroup2.as_ref()?.join(name.trim_start_matches('/'));
+        let p = parse_psi(&std::fs::read_to_string(dir.join("memory.pressure")).ok()?)?;
+        Some((p.some_us, p.full_us))
+    }
+}
+
+/// The reclaim stall histograms are shown even while empty (a scraper
+/// sees the series from the start); others once they have a value.
+fn always_shown(h: Hist) -> bool {
+    matches!(h, Hist::DirectReclaim | Hist::MemcgReclaim)
+}
+
+/// Deepest cgroup directory walked.
+const MAX_DEPTH: usize = 32;
+
+fn walk_cgroups(root: &Path, dir: &Path, names: &mut HashMap<u64, String>, depth: usize) {
+    if let Ok(m) = std::fs::metadata(dir) {
+        let rel = dir.strip_prefix(root).unwrap_or(dir);
+        names.insert(m.ino(), format!("/{}", rel.display()));
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            walk_cgroups(root, &e.path(), names, depth + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_addresses_need_the_flag() {
+        let opts = |a: &str, public| ServeOptions {
+            listen: a.parse().expect("address"),
+            public,
+            max_cgroups: 8,
+        };
+        assert!(check(&opts("127.0.0.1:9000", false)).is_ok());
+        assert!(check(&opts("[::1]:9000", false)).is_ok());
+        let msg = format!(
+            "{:#}",
+            check(&opts("0.0.0.0:9000", false)).expect_err("refused")
+        );
+        assert!(msg.contains("--serve-public"), "{msg}");
+        assert!(!msg.contains('\n'));
+        assert!(check(&opts("0.0.0.0:9000", true)).is_ok());
+    }
+
+    #[test]
+    fn a_walk_names_cgroups_by_their_inode() {
+        let dir = std::env::temp_dir().join(format!("vmtrace-walk-{}", std::process::id()));
+        let sub = dir.join("a").join("b");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let mut names = HashMap::new();
+        walk_cgroups(&dir, &dir, &mut names, 0);
+        let ino = std::fs::metadata(&sub).expect("stat").ino();
+        assert_eq!(names.get(&ino).map(String::as_str), Some("/a/b"));
+        let root = std::fs::metadata(&dir).expect("stat").ino();
+        assert_eq!(names.get(&root).map(String::as_str), Some("/"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,270 @@
+//! `attach --serve`: a real Prometheus server (Debian's `prometheus`, on
+//! loopback ports with a temporary config and data directory) scrapes
+//! vmtrace every second while a boxed memory hog swaps; what Prometheus
+//! stored is checked against the recording vmtrace writes when stopped.
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use crate::{
+    attach::{memory_box, spawn_in_box},
+    common::{fresh_scratch, guard, json_of, memhog, vmtrace},
+};
+
+/// A free loopback port (bound, then released for the server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// GET http://127.0.0.1:port/path: (status, body); None when nothing
+/// answers.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1;
+    // Chunked bodies (Prometheus) are only read as JSON below, which
+    // tolerates nothing else: unchunk.
+    let body = if text
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body)
+    } else {
+        body.to_string()
+    };
+    Some((status, body))
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((len, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(len.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < limit, "{what} not ready in {limit:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One instant query's single value.
+fn query(port: u16, promql: &str) -> f64 {
+    try_query(port, promql).unwrap_or_else(|body| panic!("{promql}: {body}"))
+}
+
+/// One instant query's single value, or the answer when it has none.
+fn try_query(port: u16, promql: &str) -> Result<f64, String> {
+    let q: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (status, body) = get(port, &format!("/api/v1/query?query={q}")).expect("prometheus");
+    assert_eq!(status, 200, "{promql}: {body}");
+    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    match v["data"]["result"].as_array().map(Vec::as_slice) {
+        Some([one]) => one["value"][1]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or(body),
+        _ => Err(body),
+    }
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn prometheus_scrapes_what_the_recording_holds() {
+    let _g = guard();
+    let dir = fresh_scratch("serve");
+    let (vm_port, prom_port) = (free_port(), free_port());
+    let membox = memory_box(64 << 20);
+    let cgroup = membox
+        .v2_cgroup()
+        .expect("a cgroup v2 directory for the box")
+        .dir
+        .to_string_lossy()
+        .into_owned();
+    let listen = format!("127.0.0.1:{vm_port}");
+    let rec = dir.join("serve.vmtrace.json");
+    let serve = vmtrace(&[
+        "attach",
+        "--serve",
+        &listen,
+        "--cgroup",
+        &cgroup,
+        "--max-cgroups",
+        "8",
+        "--json",
+        "-o",
+        &rec.to_string_lossy(),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start vmtrace attach --serve");
+    let serve_pid = serve.id();
+    let mut serve = Some(Killed(serve));
+    wait_for("vmtrace /metrics", Duration::from_secs(60), || {
+        get(vm_port, "/metrics").is_some_and(|(s, _)| s == 200)
+    });
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  \
+             - job_name: vmtrace\n    static_configs:\n      - targets: ['{listen}']\n"
+        ),
+    )
+    .expect("prometheus config");
+    let _prom = Killed(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus (Debian package prometheus; cargo xtask setup installs it)"),
+    );
+    wait_for("prometheus", Duration::from_secs(60), || {
+        get(prom_port, "/-/ready").is_some_and(|(s, _)| s == 200)
+    });
+    wait_for("a first scrape", Duration::from_secs(30), || {
+        try_query(prom_port, "up{job=\"vmtrace\"}").is_ok_and(|v| v == 1.0)
+    });
+    // The hog swaps in its box, scraped every second meanwhile.
+    let mut hog = spawn_in_box(
+        &membox,
+        Command::new(memhog()).args(["--mib", "128", "--passes", "2"]),
+    );
+    let status = hog.wait().expect("memhog");
+    assert!(status.success(), "memhog: {status}");
+    // Nothing in the box runs any more: wait for two scrapes after its
+    // end.
+    let ended = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    wait_for("two scrapes after the job", Duration::from_secs(30), || {
+        try_query(prom_port, "timestamp(up{job=\"vmtrace\"})").is_ok_and(|t| t > ended + 1.5)
+    });
+    let up = query(prom_port, "up{job=\"vmtrace\"}");
+    assert_eq!(up, 1.0, "Prometheus could not scrape vmtrace");
+    let counter = |name: &str| query(prom_port, name) as u64;
+    let reclaims = counter("vmtrace_memcg_reclaims_total");
+    let pages = counter("vmtrace_memcg_reclaim_pages_total");
+    let majors = counter("vmtrace_major_faults_target_total");
+    let cg_count = counter("sum(vmtrace_cgroup_memcg_reclaim_seconds_count)");
+    let cg_sum = query(prom_port, "sum(vmtrace_cgroup_memcg_reclaim_seconds_sum)");
+    let stall_ns = counter("vmtrace_memcg_reclaim_ns_total");
+    let p99_global = query(
+        prom_port,
+        "histogram_quantile(0.99, vmtrace_memcg_reclaim_seconds_bucket)",
+    );
+    let p99_cgroup = query(
+        prom_port,
+        "histogram_quantile(0.99, sum by (le) (vmtrace_cgroup_memcg_reclaim_seconds_bucket))",
+    );
+    let scrapes = counter("count_over_time(up{job=\"vmtrace\"}[10m])");
+    // SIGTERM: vmtrace stops serving, writes its recording, exits 0.
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(serve_pid as i32, libc::SIGTERM) };
+    let out = serve
+        .take()
+        .map(|mut k| {
+            let child = std::mem::replace(
+                &mut k.0,
+                Command::new("true").spawn().expect("a placeholder child"),
+            );
+            child.wait_with_output().expect("vmtrace output")
+        })
+        .expect("vmtrace");
+    membox.kill_all();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r = json_of(&out);
+    let stalls = &r["memcg_reclaim"]["stalls"];
+    let count = stalls["count"].as_u64().expect("count");
+    assert!(count > 0, "the hog never stalled in memcg reclaim");
+    assert!(scrapes >= 3, "only {scrapes} scrapes");
+    // Counters: what Prometheus stored is what the recording holds.
+    assert_eq!(reclaims, count, "memcg reclaims");
+    assert_eq!(
+        Some(pages),
+        r["memcg_reclaim"]["pages_reclaimed"].as_u64(),
+        "pages reclaimed"
+    );
+    assert_eq!(
+        Some(majors),
+        r["faults"]["major_target"].as_u64(),
+        "major faults of the target"
+    );
+    // The box's cgroup row holds every stall of the target, with the
+    // exact sum.
+    assert_eq!(cg_count, count, "per-cgroup count");
+    assert!(
+        (cg_sum - stall_ns as f64 / 1e9).abs() < 1e-6,
+        "per-cgroup sum {cg_sum} s vs {stall_ns} ns"
+    );
+    // p99: Prometheus interpolates inside a power-of-two bucket; vmtrace's
+    // own is within 1/32 of the true value. Within one bucket: a factor
+    // of two at most.
+    let own = stalls["p99_ns"].as_u64().expect("p99") as f64 / 1e9;
+    eprintln!(
+        "serve: {count} memcg stalls, {scrapes} scrapes; p99 vmtrace {own} s, \
+         histogram_quantile {p99_global} s (per cgroup {p99_cgroup} s)"
+    );
+    for (what, p99) in [("global", p99_global), ("per cgroup", p99_cgroup)] {
+        let ratio = p99 / own;
+        assert!(
+            (0.5..=2.0).contains(&ratio),
+            "{what} histogram_quantile {p99} s vs vmtrace's p99 {own} s"
+        );
+    }
+    assert!(
+        err.contains(&format!("serving http://{listen}/metrics")),
+        "{err}"
+    );
+}
