@@ -59,6 +59,11 @@ enum Task {
         /// Directory for the results [default: target/bench/UTC]
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Instead: `vmtrace attach --serve` for MINUTES while memory
+        /// boxes come and go, scraped every second (RSS, scrape latency,
+        /// lost events; soak.md). 30 for the documented run
+        #[arg(long, value_name = "MINUTES")]
+        soak: Option<u64>,
     },
 }
 
@@ -75,11 +80,13 @@ fn main() {
             workloads,
             tools,
             out,
+            soak,
         } => bench::bench(&bench::BenchOptions {
             rounds,
             workloads,
             tools,
             out,
+            soak,
         }),
     };
     if let Err(e) = result {

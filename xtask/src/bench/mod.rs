@@ -12,6 +12,7 @@
 //! results go to a Markdown file (docs/BENCHMARKS.md quotes it).
 
 mod costs;
+mod soak;
 mod tools;
 
 use std::{
@@ -32,6 +33,8 @@ pub struct BenchOptions {
     pub workloads: Vec<String>,
     pub tools: Vec<String>,
     pub out: Option<PathBuf>,
+    /// Run only the serve soak, this many minutes.
+    pub soak: Option<u64>,
 }
 
 /// A workload of the bench: the bundled workload's arguments (the box
@@ -81,6 +84,21 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
         bail!(
             "the bench loads eBPF programs and creates cgroups and swapfiles: \
              run it as root (sudo -E cargo xtask bench)"
+        );
+    }
+    if let Some(minutes) = opts.soak {
+        build::build()?;
+        let out = match &opts.out {
+            Some(o) => o.clone(),
+            None => util::root().join("target/bench").join(utc_stamp()),
+        };
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        let release = util::root().join("target/release");
+        return soak::soak(
+            &release.join("vmtrace"),
+            &release.join("memhog"),
+            minutes,
+            &out,
         );
     }
     if opts.rounds < 2 {

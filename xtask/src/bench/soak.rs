@@ -1,0 +1,264 @@
+//! `cargo xtask bench --soak MINUTES`: `vmtrace attach --serve` left
+//! running system-wide while memory boxes (a memory cgroup each, with its
+//! cgroup2 directory and swapfile) are created and removed back to back,
+//! each with a memory hog that stalls in reclaim, so per-cgroup rows come
+//! and go; /metrics is scraped every second. Measured: the exporter's RSS
+//! over the run (it must stay flat), scrape latency, the per-cgroup rows
+//! (bounded by the cap; removed cgroups expire) and the events vmtrace
+//! says it lost. Writes soak.md next to the bench's other results.
+
+use std::{
+    fmt::Write as _,
+    io::{Read, Write},
+    net::TcpStream,
+    path::Path,
+    process::{Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+
+/// Per-cgroup rows the exporter may keep in the soak: fewer than the
+/// boxes it sees, so that the cap and the expiry are both exercised.
+const MAX_CGROUPS: &str = "4";
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// GET /metrics: the body and how long it took.
+fn scrape(port: u16) -> Option<(String, Duration)> {
+    let start = Instant::now();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let took = start.elapsed();
+    text.starts_with("HTTP/1.1 200").then(|| {
+        (
+            text.split_once("\r\n\r\n").map_or("", |p| p.1).to_string(),
+            took,
+        )
+    })
+}
+
+/// The value of an unlabelled sample in an exposition.
+fn value(body: &str, name: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The counters whose non-zero value means events were lost or not
+/// paired (`vmtrace_<name>_total`).
+const LOSS_COUNTERS: &[&str] = &[
+    "reclaim_start_dropped",
+    "reclaim_end_unmatched",
+    "swap_io_start_dropped",
+    "swap_io_unpaired",
+    "span_start_dropped",
+    "oom_records_dropped",
+];
+
+pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<()> {
+    let port = free_port()?;
+    let listen = format!("127.0.0.1:{port}");
+    let scratch = out.join("soak-scratch");
+    std::fs::create_dir_all(&scratch)?;
+    let mut serve = Command::new(vmtrace)
+        .args(["attach", "--serve", &listen, "--max-cgroups", MAX_CGROUPS])
+        .arg("-o")
+        .arg(out.join("soak.vmtrace.json"))
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(out.join("soak-serve.log"))?)
+        .spawn()
+        .context("starting vmtrace attach --serve")?;
+    let pid = serve.id();
+    let started = Instant::now();
+    while scrape(port).is_none() {
+        if started.elapsed() > Duration::from_secs(60) || serve.try_wait()?.is_some() {
+            let _ = serve.kill();
+            bail!("vmtrace --serve did not answer; see soak-serve.log");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The churn: one box after another, each with a hog that swaps.
+    let stop = Arc::new(AtomicBool::new(false));
+    let boxes = Arc::new(AtomicU64::new(0));
+    let churn = {
+        let (stop, boxes) = (stop.clone(), boxes.clone());
+        let (vmtrace, memhog, scratch) =
+            (vmtrace.to_path_buf(), memhog.to_path_buf(), scratch.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let ok = Command::new(&vmtrace)
+                    .args(["run", "-q", "--no-probes", "--mem", "24M", "--swap", "64M"])
+                    .arg("-o")
+                    .arg(scratch.join("churn.vmtrace.json"))
+                    .arg("--")
+                    .arg(&memhog)
+                    .args(["--mib", "32", "--passes", "1"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if ok {
+                    boxes.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        })
+    };
+    let end = Instant::now() + Duration::from_secs(minutes * 60);
+    let mut latencies = Vec::new();
+    let mut failed = 0u64;
+    let mut rss: Vec<(f64, u64)> = Vec::new();
+    let mut rows_max = 0.0f64;
+    let mut last = String::new();
+    let mut next_rss = Instant::now();
+    while Instant::now() < end {
+        let tick = Instant::now();
+        match scrape(port) {
+            Some((body, took)) => {
+                latencies.push(took.as_secs_f64() * 1e3);
+                rows_max = rows_max.max(value(&body, "vmtrace_cgroups").unwrap_or(0.0));
+                last = body;
+            }
+            None => failed += 1,
+        }
+        if tick >= next_rss {
+            if let Some(kib) = rss_kib(pid) {
+                rss.push((started.elapsed().as_secs_f64() / 60.0, kib));
+            }
+            next_rss = tick + Duration::from_secs(30);
+            eprint!(
+                "\rsoak: {:.1} of {minutes} min, {} boxes, {} scrapes, RSS {} KiB   ",
+                started.elapsed().as_secs_f64() / 60.0,
+                boxes.load(Ordering::Relaxed),
+                latencies.len(),
+                rss.last().map_or(0, |r| r.1)
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1).saturating_sub(tick.elapsed()));
+    }
+    eprintln!();
+    stop.store(true, Ordering::Relaxed);
+    let _ = churn.join();
+    // SAFETY: a signal to the child started above.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = serve.wait()?;
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    latencies.sort_by(f64::total_cmp);
+    // RSS after the first 2 minutes (start-up, first walks) to the end.
+    let steady: Vec<u64> = rss.iter().filter(|r| r.0 >= 2.0).map(|r| r.1).collect();
+    let (lo, hi) = (
+        steady.iter().copied().min().unwrap_or(0),
+        steady.iter().copied().max().unwrap_or(0),
+    );
+    let mut md = String::new();
+    writeln!(md, "## Serve soak ({minutes} min)")?;
+    writeln!(md)?;
+    writeln!(
+        md,
+        "`vmtrace attach --serve {listen} --max-cgroups {MAX_CGROUPS}` system-wide; \
+         memory boxes created and removed back to back (`vmtrace run --no-probes --mem 24M \
+         --swap 64M -- memhog --mib 32`), each a cgroup whose hog stalls in memcg reclaim; \
+         /metrics scraped every second."
+    )?;
+    writeln!(md)?;
+    writeln!(md, "| measure | value |")?;
+    writeln!(md, "|---|---|")?;
+    writeln!(
+        md,
+        "| boxes (cgroups created and removed) | {} |",
+        boxes.load(Ordering::Relaxed)
+    )?;
+    writeln!(
+        md,
+        "| scrapes answered / failed | {} / {failed} |",
+        latencies.len()
+    )?;
+    writeln!(
+        md,
+        "| scrape latency p50 / p99 / max (ms) | {:.2} / {:.2} / {:.2} |",
+        quantile(&latencies, 0.5),
+        quantile(&latencies, 0.99),
+        latencies.last().copied().unwrap_or(0.0)
+    )?;
+    writeln!(
+        md,
+        "| RSS from minute 2 on, min / max (KiB) | {lo} / {hi} ({:+.1}%) |",
+        if lo > 0 {
+            (hi as f64 / lo as f64 - 1.0) * 100.0
+        } else {
+            0.0
+        }
+    )?;
+    writeln!(
+        md,
+        "| RSS at start / end (KiB) | {} / {} |",
+        rss.first().map_or(0, |r| r.1),
+        rss.last().map_or(0, |r| r.1)
+    )?;
+    writeln!(
+        md,
+        "| most per-cgroup rows at a scrape (cap {MAX_CGROUPS}) | {rows_max} |"
+    )?;
+    for name in [
+        "vmtrace_cgroups_expired_total",
+        "vmtrace_cgroup_stalls_folded_total",
+    ] {
+        writeln!(md, "| {name} | {} |", value(&last, name).unwrap_or(0.0))?;
+    }
+    let lost: Vec<String> = LOSS_COUNTERS
+        .iter()
+        .map(|c| {
+            format!(
+                "{c} {}",
+                value(&last, &format!("vmtrace_{c}_total")).unwrap_or(0.0)
+            )
+        })
+        .collect();
+    writeln!(md, "| lost or unpaired events | {} |", lost.join(", "))?;
+    writeln!(md, "| exit on SIGTERM | {status} |")?;
+    writeln!(md)?;
+    writeln!(md, "RSS samples (minute, KiB), every 30 s:")?;
+    writeln!(md)?;
+    let samples: Vec<String> = rss.iter().map(|(m, k)| format!("{m:.1}:{k}")).collect();
+    writeln!(md, "{}", samples.join(" "))?;
+    let path = out.join("soak.md");
+    std::fs::write(&path, &md)?;
+    print!("{md}");
+    eprintln!("bench: soak results in {}", path.display());
+    Ok(())
+}
