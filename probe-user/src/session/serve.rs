@@ -23,7 +23,7 @@ use http_body_util::Full;
 use hyper::{Request, Response, StatusCode, body::Bytes, service::service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{Semaphore, mpsc, oneshot};
-use vmtrace_common::{Counter, Hist};
+use vmtrace_common::{Counter, Hist, ReclaimContext};
 
 use crate::{
     host::membox::CgroupMounts,
@@ -213,6 +213,16 @@ impl Exporter {
                 .map(|&h| (h, t.hist(h).to_vec()))
                 .collect();
             e.counters = Counter::ALL.iter().map(|&c| (c, t.counter(c))).collect();
+            e.lru = ReclaimContext::ALL
+                .iter()
+                .map(|&c| {
+                    let rows = t.lru.iter().filter(|r| r.context == c);
+                    let (s, r) = rows.fold((0, 0), |(s, r), row| {
+                        (s + row.totals.nr_scanned, r + row.totals.nr_reclaimed)
+                    });
+                    (c.name(), s, r)
+                })
+                .collect();
         }
         let mut rows = collect::read_cgroup_stalls(probes).unwrap_or_default();
         let since = self.walked.map(|t| t.elapsed());

@@ -92,6 +92,9 @@ pub struct Exposition {
     pub psi_us: Option<(u64, u64)>,
     /// (item, value) from /proc/vmstat.
     pub vmstat: Vec<(&'static str, u64)>,
+    /// Pages scanned and reclaimed by `mm_vmscan_lru_shrink_inactive`,
+    /// every task, per reclaim context: (context, scanned, reclaimed).
+    pub lru: Vec<(&'static str, u64, u64)>,
     /// Per-cgroup rows: the cap, and rows deleted (cgroup removed).
     pub max_cgroups: u32,
     pub cgroups_expired: u64,
@@ -212,6 +215,19 @@ pub fn render(e: &Exposition, format: Format) -> String {
         out: String::with_capacity(64 * 1024),
         format,
     };
+    histograms(&mut w, e);
+    if !e.cgroups.is_empty() {
+        cgroups(&mut w, e);
+    }
+    counters(&mut w, e);
+    if format == Format::OpenMetrics {
+        w.out.push_str("# EOF\n");
+    }
+    w.out
+}
+
+/// The target's histograms.
+fn histograms(w: &mut Writer, e: &Exposition) {
     let counter = |c: Counter| -> u64 {
         e.counters
             .iter()
@@ -244,78 +260,105 @@ pub fn render(e: &Exposition, format: Format) -> String {
             exact.unwrap_or_else(|| fine_midpoint_sum(counts)),
         );
     }
-    if !e.cgroups.is_empty() {
-        for (context, title) in [("direct", "direct"), ("memcg", "memcg")] {
-            let name = format!("vmtrace_cgroup_{context}_reclaim_seconds");
-            w.family(
-                &name,
-                "histogram",
-                &format!(
-                    "{title} reclaim stalls of the target's tasks per cgroup (s); _sum exact; \
-                     cgroup=\"{OVERFLOW_CGROUP}\" holds cgroups past --max-cgroups"
-                ),
-            );
-            for row in &e.cgroups {
-                let (buckets, sum) = if context == "memcg" {
-                    (&row.stalls.memcg, row.stalls.memcg_ns)
-                } else {
-                    (&row.stalls.direct, row.stalls.direct_ns)
-                };
-                let (cum, count) = pow2_cumulative(buckets);
-                if count > 0 {
-                    w.histogram(&name, &[("cgroup", &row.name)], &cum, count, sum);
-                }
+}
+
+/// The per-cgroup rows: stall histograms, PSI, and the rows themselves.
+fn cgroups(w: &mut Writer, e: &Exposition) {
+    for (context, title) in [("direct", "direct"), ("memcg", "memcg")] {
+        let name = format!("vmtrace_cgroup_{context}_reclaim_seconds");
+        w.family(
+            &name,
+            "histogram",
+            &format!(
+                "{title} reclaim stalls of the target's tasks per cgroup (s); _sum exact; \
+                 cgroup=\"{OVERFLOW_CGROUP}\" holds cgroups past --max-cgroups"
+            ),
+        );
+        for row in &e.cgroups {
+            let (buckets, sum) = if context == "memcg" {
+                (&row.stalls.memcg, row.stalls.memcg_ns)
+            } else {
+                (&row.stalls.direct, row.stalls.direct_ns)
+            };
+            let (cum, count) = pow2_cumulative(buckets);
+            if count > 0 {
+                w.histogram(&name, &[("cgroup", &row.name)], &cum, count, sum);
             }
         }
-        let name = "vmtrace_cgroup_memory_pressure_seconds_total";
-        w.family(
-            name,
-            "counter",
-            "memory PSI total of the cgroup (memory.pressure; cgroup=\"/\": \
-             /proc/pressure/memory), kind some or full (s)",
-        );
-        let mut psi: Vec<(&str, (u64, u64))> = e.psi_us.map(|p| ("/", p)).into_iter().collect();
-        psi.extend(
-            e.cgroups
-                .iter()
-                .filter_map(|r| Some((r.name.as_str(), r.psi_us?))),
-        );
-        for (cgroup, (some, full)) in psi {
-            for (kind, us) in [("some", some), ("full", full)] {
-                w.sample(
-                    name,
-                    &[("cgroup", cgroup), ("kind", kind)],
-                    &seconds(us.saturating_mul(1000)),
-                );
-            }
-        }
-        w.family(
-            "vmtrace_cgroups",
-            "gauge",
-            "cgroups with a per-cgroup row now (the overflow row aside)",
-        );
-        let rows = e
-            .cgroups
+    }
+    let name = "vmtrace_cgroup_memory_pressure_seconds_total";
+    w.family(
+        name,
+        "counter",
+        "memory PSI total of the cgroup (memory.pressure; cgroup=\"/\": \
+         /proc/pressure/memory), kind some or full (s)",
+    );
+    let mut psi: Vec<(&str, (u64, u64))> = e.psi_us.map(|p| ("/", p)).into_iter().collect();
+    psi.extend(
+        e.cgroups
             .iter()
-            .filter(|r| r.name != OVERFLOW_CGROUP)
-            .count();
-        w.sample("vmtrace_cgroups", &[], &rows.to_string());
-        w.family(
-            "vmtrace_cgroups_max",
-            "gauge",
-            "the cap on per-cgroup rows (--max-cgroups)",
-        );
-        w.sample("vmtrace_cgroups_max", &[], &e.max_cgroups.to_string());
-        w.family(
-            "vmtrace_cgroups_expired_total",
-            "counter",
-            "per-cgroup rows deleted because their cgroup was removed",
-        );
-        w.sample(
-            "vmtrace_cgroups_expired_total",
-            &[],
-            &e.cgroups_expired.to_string(),
-        );
+            .filter_map(|r| Some((r.name.as_str(), r.psi_us?))),
+    );
+    for (cgroup, (some, full)) in psi {
+        for (kind, us) in [("some", some), ("full", full)] {
+            w.sample(
+                name,
+                &[("cgroup", cgroup), ("kind", kind)],
+                &seconds(us.saturating_mul(1000)),
+            );
+        }
+    }
+    w.family(
+        "vmtrace_cgroups",
+        "gauge",
+        "cgroups with a per-cgroup row now (the overflow row aside)",
+    );
+    let rows = e
+        .cgroups
+        .iter()
+        .filter(|r| r.name != OVERFLOW_CGROUP)
+        .count();
+    w.sample("vmtrace_cgroups", &[], &rows.to_string());
+    w.family(
+        "vmtrace_cgroups_max",
+        "gauge",
+        "the cap on per-cgroup rows (--max-cgroups)",
+    );
+    w.sample("vmtrace_cgroups_max", &[], &e.max_cgroups.to_string());
+    w.family(
+        "vmtrace_cgroups_expired_total",
+        "counter",
+        "per-cgroup rows deleted because their cgroup was removed",
+    );
+    w.sample(
+        "vmtrace_cgroups_expired_total",
+        &[],
+        &e.cgroups_expired.to_string(),
+    );
+}
+
+/// LRU pages per context, the recording's counters, /proc/vmstat items.
+fn counters(w: &mut Writer, e: &Exposition) {
+    for (name, help, pick) in [
+        (
+            "vmtrace_lru_scanned_pages_total",
+            "pages scanned on the inactive lists (mm_vmscan_lru_shrink_inactive nr_scanned), every task, per reclaim context",
+            0,
+        ),
+        (
+            "vmtrace_lru_reclaimed_pages_total",
+            "pages reclaimed from the inactive lists (mm_vmscan_lru_shrink_inactive nr_reclaimed), every task, per reclaim context",
+            1,
+        ),
+    ] {
+        if e.lru.is_empty() {
+            break;
+        }
+        w.family(name, "counter", help);
+        for &(context, scanned, reclaimed) in &e.lru {
+            let v = if pick == 0 { scanned } else { reclaimed };
+            w.sample(name, &[("context", context)], &v.to_string());
+        }
     }
     for &(c, v) in &e.counters {
         let name = format!("vmtrace_{}_total", c.name());
@@ -331,10 +374,6 @@ pub fn render(e: &Exposition, format: Format) -> String {
         );
         w.sample(&name, &[], &v.to_string());
     }
-    if format == Format::OpenMetrics {
-        w.out.push_str("# EOF\n");
-    }
-    w.out
 }
 
 #[cfg(test)]
@@ -403,6 +442,7 @@ mod tests {
             }],
             psi_us: Some((10, 0)),
             vmstat: vec![("pswpout", 7)],
+            lru: vec![("kswapd", 64, 32)],
             max_cgroups: 16,
             cgroups_expired: 1,
         };
@@ -422,6 +462,7 @@ mod tests {
             "# TYPE vmtrace_memcg_reclaims_total counter\nvmtrace_memcg_reclaims_total 2\n"
         ));
         assert!(p.contains("vmtrace_vmstat_pswpout_total 7\n"));
+        assert!(p.contains("vmtrace_lru_reclaimed_pages_total{context=\"kswapd\"} 32\n"));
         assert!(!p.contains("# EOF"));
         let o = render(&e, Format::OpenMetrics);
         assert!(

@@ -1,7 +1,8 @@
 //! `attach --serve`: a real Prometheus server (Debian's `prometheus`, on
 //! loopback ports with a temporary config and data directory) scrapes
 //! vmtrace every second while a boxed memory hog swaps; what Prometheus
-//! stored is checked against the recording vmtrace writes when stopped.
+//! stored is checked against the recording vmtrace writes when stopped;
+//! and a kill -9 of the exporter leaves nothing behind.
 
 use std::{
     io::{Read, Write},
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use crate::{
     attach::{memory_box, spawn_in_box},
-    common::{fresh_scratch, guard, json_of, memhog, vmtrace},
+    common::{bpf_object_counts, fresh_scratch, guard, json_of, memhog, vmtrace},
 };
 
 /// A free loopback port (bound, then released for the server to take).
@@ -208,6 +209,8 @@ fn prometheus_scrapes_what_the_recording_holds() {
         "histogram_quantile(0.99, sum by (le) (vmtrace_cgroup_memcg_reclaim_seconds_bucket))",
     );
     let scrapes = counter("count_over_time(up{job=\"vmtrace\"}[10m])");
+    let lru_scanned = counter("sum(vmtrace_lru_scanned_pages_total)");
+    let lru_reclaimed = counter("sum(vmtrace_lru_reclaimed_pages_total)");
     // SIGTERM: vmtrace stops serving, writes its recording, exits 0.
     // SAFETY: a signal to the child this test started.
     unsafe { libc::kill(serve_pid as i32, libc::SIGTERM) };
@@ -241,6 +244,23 @@ fn prometheus_scrapes_what_the_recording_holds() {
         r["faults"]["major_target"].as_u64(),
         "major faults of the target"
     );
+    // LRU pages per context, every task: the recording is read after the
+    // last scrape, and reclaim elsewhere may have gone on in between.
+    let lru = r["lru_shrink_inactive"].as_array().expect("lru rows");
+    let lru_sum = |key: &str| {
+        lru.iter()
+            .map(|row| row[key].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    for (what, scraped, recorded) in [
+        ("scanned", lru_scanned, lru_sum("nr_scanned")),
+        ("reclaimed", lru_reclaimed, lru_sum("nr_reclaimed")),
+    ] {
+        assert!(
+            scraped > 0 && scraped <= recorded,
+            "lru pages {what}: scraped {scraped}, recorded {recorded}"
+        );
+    }
     // The box's cgroup row holds every stall of the target, with the
     // exact sum.
     assert_eq!(cg_count, count, "per-cgroup count");
@@ -266,5 +286,48 @@ fn prometheus_scrapes_what_the_recording_holds() {
     assert!(
         err.contains(&format!("serving http://{listen}/metrics")),
         "{err}"
+    );
+}
+
+/// kill -9 of a serving vmtrace leaves nothing: its programs, maps and
+/// links go with it, and its port is free again.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn a_killed_exporter_leaves_nothing() {
+    let _g = guard();
+    let bpf_before = bpf_object_counts();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = vmtrace(&["attach", "--serve", &listen])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start vmtrace attach --serve");
+    wait_for("vmtrace /metrics", Duration::from_secs(60), || {
+        get(port, "/metrics").is_some_and(|(s, body)| {
+            s == 200 && body.contains("vmtrace_memcg_reclaim_seconds_count")
+        })
+    });
+    assert_ne!(bpf_object_counts(), bpf_before, "nothing was loaded?");
+    serve.kill().expect("kill -9 vmtrace");
+    serve.wait().expect("reap vmtrace");
+    let at_most_before = || {
+        bpf_object_counts()
+            .iter()
+            .zip(bpf_before)
+            .all(|(now, before)| *now <= before)
+    };
+    let start = Instant::now();
+    while !at_most_before() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        at_most_before(),
+        "a killed exporter left eBPF objects: {:?} vs {bpf_before:?}",
+        bpf_object_counts()
+    );
+    assert!(
+        std::net::TcpListener::bind(&listen).is_ok(),
+        "{listen} still taken"
     );
 }
