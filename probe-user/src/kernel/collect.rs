@@ -140,17 +140,28 @@ pub fn forget_cgroups(probes: &mut Probes, ids: &[u64]) -> Result<usize> {
         .count())
 }
 
-/// Reads every map. Cheap enough to call once per progress interval.
+/// Reads every map, the per-process tables included: at the end of a
+/// window. Reading a hash costs two system calls per entry, and the
+/// per-process tables hold a row for every process seen (up to
+/// MAX_PROCESSES), so this is not for every sample or scrape.
 pub fn read(probes: &Probes) -> Result<KernelTotals> {
+    let mut t = read_aggregates(probes)?;
+    t.stallers = hash_entries(probes, names::RECLAIM_STALLERS)?;
+    t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
+    t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
+    Ok(t)
+}
+
+/// Reads every map but the per-process tables (those stay empty): what
+/// a progress sample and a /metrics scrape need, at a cost that does
+/// not grow with the processes the machine has run.
+pub fn read_aggregates(probes: &Probes) -> Result<KernelTotals> {
     let mut t = KernelTotals::default();
     read_hists(probes, &mut t)?;
     read_counters(probes, &mut t)?;
     read_lru(probes, &mut t)?;
     read_priority_and_order(probes, &mut t)?;
-    t.stallers = hash_entries(probes, names::RECLAIM_STALLERS)?;
     read_kswapd(probes, &mut t)?;
-    t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
-    t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
     read_isolate(probes, &mut t)?;
     read_zone_cells(probes, &mut t)?;
     let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;

@@ -206,7 +206,7 @@ impl Exporter {
             max_cgroups: self.max_cgroups,
             ..Default::default()
         };
-        if let Ok(t) = collect::read(probes) {
+        if let Ok(t) = collect::read_aggregates(probes) {
             e.hists = Hist::ALL
                 .iter()
                 .filter(|&&h| t.hist(h).iter().any(|&n| n > 0) || always_shown(h))

@@ -463,7 +463,7 @@ impl<'a> Watch<'a> {
         };
         probes.drain_oom();
         probes.flush_log();
-        if let Ok(t) = collect::read(probes) {
+        if let Ok(t) = collect::read_aggregates(probes) {
             let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
             s.box_bytes = self.membox.and_then(MemBox::usage_bytes);
             s.box_psi = self.membox.and_then(MemBox::pressure);

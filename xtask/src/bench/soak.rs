@@ -178,6 +178,16 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     let status = serve.wait()?;
     let _ = std::fs::remove_dir_all(&scratch);
 
+    // Nothing may grow per scrape: the first tenth's latency against the
+    // last tenth's.
+    let tenth = (latencies.len() / 10).max(1);
+    let p50_of = |part: &[f64]| {
+        let mut v = part.to_vec();
+        v.sort_by(f64::total_cmp);
+        quantile(&v, 0.5)
+    };
+    let first_p50 = p50_of(&latencies[..tenth.min(latencies.len())]);
+    let last_p50 = p50_of(&latencies[latencies.len().saturating_sub(tenth)..]);
     latencies.sort_by(f64::total_cmp);
     // RSS after the first 2 minutes (start-up, first walks) to the end.
     let steady: Vec<u64> = rss.iter().filter(|r| r.0 >= 2.0).map(|r| r.1).collect();
@@ -214,6 +224,10 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
         quantile(&latencies, 0.5),
         quantile(&latencies, 0.99),
         latencies.last().copied().unwrap_or(0.0)
+    )?;
+    writeln!(
+        md,
+        "| scrape latency p50, first / last tenth of the run (ms) | {first_p50:.2} / {last_p50:.2} |"
     )?;
     writeln!(
         md,
