@@ -339,25 +339,23 @@ fn cgroups(w: &mut Writer, e: &Exposition) {
 
 /// LRU pages per context, the recording's counters, /proc/vmstat items.
 fn counters(w: &mut Writer, e: &Exposition) {
-    for (name, help, pick) in [
+    type Pick = fn(&(&'static str, u64, u64)) -> u64;
+    let lru: [(&str, &str, Pick); 2] = [
         (
             "vmtrace_lru_scanned_pages_total",
             "pages scanned on the inactive lists (mm_vmscan_lru_shrink_inactive nr_scanned), every task, per reclaim context",
-            0,
+            |l| l.1,
         ),
         (
             "vmtrace_lru_reclaimed_pages_total",
             "pages reclaimed from the inactive lists (mm_vmscan_lru_shrink_inactive nr_reclaimed), every task, per reclaim context",
-            1,
+            |l| l.2,
         ),
-    ] {
-        if e.lru.is_empty() {
-            break;
-        }
+    ];
+    for (name, help, pick) in lru.into_iter().filter(|_| !e.lru.is_empty()) {
         w.family(name, "counter", help);
-        for &(context, scanned, reclaimed) in &e.lru {
-            let v = if pick == 0 { scanned } else { reclaimed };
-            w.sample(name, &[("context", context)], &v.to_string());
+        for l in &e.lru {
+            w.sample(name, &[("context", l.0)], &pick(l).to_string());
         }
     }
     for &(c, v) in &e.counters {

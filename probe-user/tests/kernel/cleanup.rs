@@ -9,8 +9,8 @@ use std::{
 };
 
 use crate::common::{
-    Leftovers, bpf_object_counts, fresh_scratch, guard, json_of, page_cluster, recording,
-    run_memhog, scratch, vmtrace,
+    Leftovers, assert_bpf_objects_back_to, bpf_object_counts, fresh_scratch, guard, json_of,
+    page_cluster, recording, run_memhog, scratch, vmtrace,
 };
 
 /// Ctrl-C in the middle: the command gets it, the report is still
@@ -121,24 +121,8 @@ fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
     child.kill().expect("kill -9 vmtrace");
     child.wait().expect("reap vmtrace");
     // Programs, maps and links were the dead process's: the kernel frees
-    // them (after an RCU grace period) without anyone's help.
-    // Objects of earlier tests may still be on their way out (counted in
-    // `bpf_before`): none may be left above it.
-    let at_most_before = || {
-        bpf_object_counts()
-            .iter()
-            .zip(bpf_before)
-            .all(|(now, before)| *now <= before)
-    };
-    let start = Instant::now();
-    while !at_most_before() && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        at_most_before(),
-        "a vmtrace killed with SIGKILL left eBPF programs, maps or links: {:?} vs {bpf_before:?}",
-        bpf_object_counts()
-    );
+    // them without anyone's help.
+    assert_bpf_objects_back_to(bpf_before, "a vmtrace killed with SIGKILL");
     assert_eq!(
         page_cluster(),
         other_cluster,

@@ -235,6 +235,28 @@ pub fn page_cluster() -> String {
         .to_string()
 }
 
+/// Waits up to 5 s for the machine's BPF programs, maps and links to be
+/// back to at most `before` (a dead process's objects are freed after
+/// an RCU grace period; objects of earlier tests still on their way out
+/// are counted in `before`), and fails with `what` if they are not.
+pub fn assert_bpf_objects_back_to(before: [usize; 3], what: &str) {
+    let at_most_before = || {
+        bpf_object_counts()
+            .iter()
+            .zip(before)
+            .all(|(now, before)| *now <= before)
+    };
+    let start = std::time::Instant::now();
+    while !at_most_before() && start.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        at_most_before(),
+        "{what} left eBPF programs, maps or links: {:?} vs {before:?}",
+        bpf_object_counts()
+    );
+}
+
 /// BPF objects of the whole system, by kind: programs, maps, links
 /// (BPF_{PROG,MAP,LINK}_GET_NEXT_ID).
 pub fn bpf_object_counts() -> [usize; 3] {

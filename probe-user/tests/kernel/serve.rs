@@ -15,7 +15,10 @@ use serde_json::Value;
 
 use crate::{
     attach::{memory_box, spawn_in_box},
-    common::{bpf_object_counts, fresh_scratch, guard, json_of, memhog, vmtrace},
+    common::{
+        assert_bpf_objects_back_to, bpf_object_counts, fresh_scratch, guard, json_of, memhog,
+        vmtrace,
+    },
 };
 
 /// A free loopback port (bound, then released for the server to take).
@@ -311,21 +314,7 @@ fn a_killed_exporter_leaves_nothing() {
     assert_ne!(bpf_object_counts(), bpf_before, "nothing was loaded?");
     serve.kill().expect("kill -9 vmtrace");
     serve.wait().expect("reap vmtrace");
-    let at_most_before = || {
-        bpf_object_counts()
-            .iter()
-            .zip(bpf_before)
-            .all(|(now, before)| *now <= before)
-    };
-    let start = Instant::now();
-    while !at_most_before() && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        at_most_before(),
-        "a killed exporter left eBPF objects: {:?} vs {bpf_before:?}",
-        bpf_object_counts()
-    );
+    assert_bpf_objects_back_to(bpf_before, "a killed exporter");
     assert!(
         std::net::TcpListener::bind(&listen).is_ok(),
         "{listen} still taken"
