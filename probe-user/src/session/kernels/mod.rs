@@ -418,7 +418,27 @@ fn run_in_guest(
     }
     write_guest_job(opts, setup, dir)?;
     let console = dir.join("console.log");
-    let mut ended = boot(exe, opts, setup, k, mem, dir)?;
+    // One boot with freshly made files (scratch and swap disks,
+    // initramfs), removed after it however it ended.
+    let boot = || -> Result<qemu::Ended> {
+        let files = GuestFiles::make(exe, opts, setup, k, dir)?;
+        qemu::Guest {
+            image: &k.image,
+            initramfs: &files.initrd,
+            job: dir,
+            scratch: &files.scratch,
+            root_image: setup.root_image.map(|r| r.path.as_path()),
+            swap: files.swap.as_deref(),
+            mem_mib: mem >> 20,
+            cpus: opts.cpus,
+            numa_nodes: opts.numa_nodes,
+            kvm: setup.kvm,
+            console: console.clone(),
+            timeout: opts.timeout,
+        }
+        .run()
+    };
+    let mut ended = boot()?;
     if !setup.kvm && panicked_before_the_job(&ended, &console, dir) {
         // Seen once in CI: 6.12 under multi-threaded TCG died 2 s into
         // its boot with RIP in the middle of an instruction (a static
@@ -429,7 +449,7 @@ fn run_in_guest(
              job began (under TCG: QEMU's emulation); booting it once more"
         );
         let _ = std::fs::rename(&console, dir.join("console.first-boot.log"));
-        ended = boot(exe, opts, setup, k, mem, dir)?;
+        ended = boot()?;
     }
     // vdb is the image only when there is one (else the swap disk).
     if let Some(read) = setup.root_image.and_then(|_| image_reads(dir)) {
@@ -455,34 +475,6 @@ fn run_in_guest(
         recording: recording.is_file().then_some(recording),
         problem,
     })
-}
-
-/// Boots the guest once with freshly made files (scratch and swap
-/// disks, initramfs) and removes them after it, however it ended.
-fn boot(
-    exe: &Path,
-    opts: &KernelsOptions,
-    setup: &GuestSetup,
-    k: &image::Kernel,
-    mem: u64,
-    dir: &Path,
-) -> Result<qemu::Ended> {
-    let files = GuestFiles::make(exe, opts, setup, k, dir)?;
-    let guest = qemu::Guest {
-        image: &k.image,
-        initramfs: &files.initrd,
-        job: dir,
-        scratch: &files.scratch,
-        root_image: setup.root_image.map(|r| r.path.as_path()),
-        swap: files.swap.as_deref(),
-        mem_mib: mem >> 20,
-        cpus: opts.cpus,
-        numa_nodes: opts.numa_nodes,
-        kvm: setup.kvm,
-        console: dir.join("console.log"),
-        timeout: opts.timeout,
-    };
-    guest.run()
 }
 
 /// Whether the guest powered off after a kernel panic before its job
