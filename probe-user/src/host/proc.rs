@@ -18,14 +18,41 @@ impl VmStat {
         Ok(VmStat::parse(&text))
     }
 
-    /// A run window's snapshot: /proc/vmstat and, where the kernel has
+    /// A run window's snapshot: /proc/vmstat, its per-CPU parts folded
+    /// in first (`fold_cpu_differentials`), and, where the kernel has
     /// them (6.10+), the per-size mTHP counters of
     /// /sys/kernel/mm/transparent_hugepage/hugepages-<size>/stats under
     /// `mthp/<size>/<name>` keys (see `model::counters`).
     pub fn read_window() -> Result<VmStat> {
+        fold_cpu_differentials();
         let mut v = VmStat::read()?;
         add_mthp_stats(&mut v, Path::new("/sys/kernel/mm/transparent_hugepage"));
         Ok(v)
+    }
+}
+
+/// Folds every CPU's pending node and zone counter updates into the
+/// totals /proc/vmstat shows (a write to /proc/sys/vm/stat_refresh:
+/// mm/vmstat.c vmstat_refresh runs refresh_cpu_vm_stats on each CPU;
+/// 4.4+, root only). Without it a node counter such as
+/// workingset_refault_anon reaches /proc/vmstat only when a CPU's
+/// pending delta passes its stat_threshold (tens of pages per CPU) or
+/// that CPU's vmstat_update runs, about once a second and not at all
+/// while it idles, so a window's delta could be short by up to that
+/// much per CPU at each end: the machine's refaults read fewer than the
+/// box's own. Event counters (pgscan, pswpin, pgmajfault) are summed
+/// over CPUs on every read and need no fold. A kernel that refuses the
+/// write (not root, a read-only /proc/sys) is said once on stderr.
+fn fold_cpu_differentials() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if let Err(e) = std::fs::write("/proc/sys/vm/stat_refresh", "1") {
+        SAID.call_once(|| {
+            eprintln!(
+                "vmtrace: notice: /proc/sys/vm/stat_refresh: {e}; node \
+                 counters of /proc/vmstat (workingset_*, nr_*) may lag by \
+                 up to vm stat_threshold pages per CPU"
+            )
+        });
     }
 }
 

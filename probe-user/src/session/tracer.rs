@@ -200,7 +200,8 @@ struct Detached {
 
 impl Window {
     /// A window with nothing traced (`run --no-probes`): the machine's
-    /// counters and the time only; no sysctl is touched.
+    /// counters and the time only; no sysctl setting is changed (the
+    /// snapshot's vmstat fold is a trigger, not a setting).
     pub fn open_untraced() -> Result<Window> {
         Ok(Window {
             kswapd_cpu_before: Vec::new(),
