@@ -102,6 +102,10 @@ pub(super) fn throttle(o: &mut String, report: &RunReport) -> Result {
         t.writeback, t.isolated, t.noprogress, t.congested
     )?;
     if t.delays.count > 0 {
+        // mm/vmscan.c reclaim_throttle (5.16+): usec_delayed is
+        // jiffies_to_usecs(timeout - ret), the ticks that passed asleep.
+        writeln!(o, "  sleeps as the kernel reports them, in whole ticks (jiffies):")?;
+        writeln!(o, "    each within a tick of the truth; 0 = no tick passed")?;
         write_hist(o, &t.delays)?;
     }
     Ok(())
@@ -143,4 +147,47 @@ pub(super) fn slab_shrink(o: &mut String, report: &RunReport) -> Result {
         write_hist(o, &sl.calls)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{histogram::summarize, report::ThrottleReport};
+    use vmtrace_common::hist::{BUCKETS, bucket_of};
+
+    fn throttled(delays_ns: &[u64]) -> RunReport {
+        let mut counts = vec![0; BUCKETS];
+        for &d in delays_ns {
+            counts[bucket_of(d)] += 1;
+        }
+        RunReport {
+            throttle: Some(ThrottleReport {
+                delays: summarize(&counts),
+                writeback: delays_ns.len() as u64,
+                isolated: 0,
+                noprogress: 0,
+                congested: 0,
+                all_tasks: delays_ns.len() as u64,
+            }),
+            ..RunReport::default()
+        }
+    }
+
+    /// The kernel reports throttling sleeps in whole ticks, so the
+    /// histogram's first row (from 0 ns) is not a sub-16 ns sleep: the
+    /// section says so, in lines a mail keeps.
+    #[test]
+    fn throttle_sleeps_are_said_to_be_whole_ticks() {
+        let mut o = String::new();
+        throttle(&mut o, &throttled(&[0, 0, 4_000_000, 8_000_000])).expect("write");
+        assert!(o.contains("in whole ticks (jiffies)"), "{o}");
+        assert!(o.contains("0 = no tick passed"), "{o}");
+        assert!(o.contains("[     0,   16ns)         2"), "{o}");
+        assert!(o.lines().all(|l| l.len() <= 72 && l.is_ascii()), "{o}");
+
+        let mut none = String::new();
+        throttle(&mut none, &throttled(&[])).expect("write");
+        assert!(none.contains("0 waits"), "{none}");
+        assert!(!none.contains("ticks"), "{none}");
+    }
 }
