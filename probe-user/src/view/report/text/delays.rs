@@ -14,7 +14,10 @@ pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
         return Ok(());
     };
     writeln!(o)?;
-    writeln!(o, "delay accounting (the kernel's, target threads at exit)")?;
+    writeln!(
+        o,
+        "delay accounting (the kernel's, summed over target threads at exit)"
+    )?;
     if !d.accounting_on {
         return writeln!(o, "  off: kernel.task_delayacct could not be turned on");
     }

@@ -104,7 +104,10 @@ pub(super) fn throttle(o: &mut String, report: &RunReport) -> Result {
     if t.delays.count > 0 {
         // mm/vmscan.c reclaim_throttle (5.16+): usec_delayed is
         // jiffies_to_usecs(timeout - ret), the ticks that passed asleep.
-        writeln!(o, "  sleeps as the kernel reports them, in whole ticks (jiffies):")?;
+        writeln!(
+            o,
+            "  sleeps as the kernel reports them, in whole ticks (jiffies):"
+        )?;
         writeln!(o, "    each within a tick of the truth; 0 = no tick passed")?;
         write_hist(o, &t.delays)?;
     }
