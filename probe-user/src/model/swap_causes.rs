@@ -162,6 +162,14 @@ impl SwapCauses {
         (device, self.zswpout, self.swpout_zero)
     }
 
+    /// Anon pages sent to swap, every destination (the device less
+    /// zswap's writebacks, zswap, the zero map): with zswap on, the
+    /// device's pswpout alone falls to ~0 while as much is swapped out.
+    pub fn swapout_pages(&self) -> Option<u64> {
+        let (device, zswap, zero) = self.swapout_destinations();
+        sum_some(&[device, zswap, zero])
+    }
+
     /// zswap took part in the window (stored or loaded pages).
     pub fn zswap_active(&self) -> bool {
         self.zswpout.unwrap_or(0) + self.zswpin.unwrap_or(0) > 0

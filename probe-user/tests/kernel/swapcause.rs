@@ -194,6 +194,17 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
             "{text}"
         );
     }
+    // Swap-out through every backend: as many pages went out with zswap
+    // on, into zswap, so B's total is not the device's ~0.
+    let out = row("pages swapped out");
+    let stores = row("zswap stores")["groups"][1]["mean"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let (out_a, out_b) = (
+        out["groups"][0]["mean"].as_f64().unwrap_or(0.0),
+        out["groups"][1]["mean"].as_f64().unwrap_or(0.0),
+    );
+    assert!(out_b >= stores && out_b > out_a / 2.0, "{text}");
     // compare names causes only for a difference it can tell from noise;
     // on a busy machine (run-queue waits of seconds) it may not.
     if c["versus"][0]["verdict"] == "within noise" {

@@ -23,7 +23,7 @@ impl Evidence<'_> {
     }
 
     /// A cause is named only for a difference that is real: significant,
-    /// or (one run per group) at least 5% of the elapsed difference.
+    /// or (one run per group) more than 5% of the metric's baseline.
     fn real(&self, name: &str) -> bool {
         if super::guards::guarded(self.metrics, name) {
             return false;
@@ -81,7 +81,7 @@ impl Evidence<'_> {
         } else {
             self.real("major faults")
         };
-        faults || self.real("swap-in pages")
+        faults || self.real("read from swap device")
     }
 
     /// zswap's stores or loads changed: the zswap mechanism then owns the
@@ -94,9 +94,10 @@ impl Evidence<'_> {
     }
 
     /// A counter that is 0 in every run of one group and above 0 in
-    /// every run of the other (two runs or more each): a feature switched
-    /// on or off (zswap's counters are 0 with zswap off), which a t-test
-    /// against a group of zeros cannot judge with few runs.
+    /// every run of the other (two runs or more each, or one each when
+    /// nothing can be judged): a feature switched on or off (zswap's
+    /// counters are 0 with zswap off), which a t-test against a group of
+    /// zeros cannot judge with few runs, nor a percentage from 0.
     fn switched(&self, name: &str) -> bool {
         if super::guards::guarded(self.metrics, name) {
             return false;
@@ -107,7 +108,10 @@ impl Evidence<'_> {
         let (Some(a), Some(b)) = (m.groups[0], m.groups[self.g]) else {
             return false;
         };
-        a.n >= 2 && b.n >= 2 && ((a.max == 0.0 && b.min > 0.0) || (b.max == 0.0 && a.min > 0.0))
+        let runs = if self.judgeable { 2 } else { 1 };
+        a.n >= runs
+            && b.n >= runs
+            && ((a.max == 0.0 && b.min > 0.0) || (b.max == 0.0 && a.min > 0.0))
     }
 }
 
@@ -225,7 +229,7 @@ fn zswap(e: &Evidence) -> Option<Hint> {
         e.pair("block I/O (delay acct)", fmt_secs),
         e.pair("zswap loads", fmt_count_short),
         e.pair("zswap stores", fmt_count_short),
-        e.pair("swap-in pages", fmt_count_short)
+        e.pair("read from swap device", fmt_count_short)
     );
     let mut seconds = e.comp("block I/O waits");
     if e.real("system CPU") {
@@ -329,13 +333,33 @@ fn refaults(e: &Evidence) -> Option<Hint> {
     })
 }
 
+/// Swap-out changed: the pages swapped out through every backend, or
+/// the device's writes and their latency. The device's writes moving
+/// because zswap's stores moved is zswap's doing (its hint names it),
+/// not a change in how much was swapped out.
 fn swap_out(e: &Evidence) -> Option<Hint> {
-    (e.real("swap-out pages") || e.real("swap write p99")).then(|| Hint {
+    let device = !e.zswap_moved() && e.real("written to swap device");
+    if !(e.real("pages swapped out") || device || e.real("swap write p99")) {
+        return None;
+    }
+    let to_device = e.pair("written to swap device", fmt_count_short);
+    // Recordings from before the split by backend have the device's only.
+    let pages = if [0, e.g]
+        .iter()
+        .any(|&g| e.mean("pages swapped out", g).is_some())
+    {
+        format!(
+            "{} pages, {to_device} of them to the swap device",
+            e.pair("pages swapped out", fmt_count_short)
+        )
+    } else {
+        format!("{to_device} pages to the swap device")
+    };
+    Some(Hint {
         mechanism: "swap-out",
         seconds: 0.0,
         text: format!(
-            "swap-out: {} pages, write p99 {}",
-            e.pair("swap-out pages", fmt_count_short),
+            "swap-out: {pages}, write p99 {}",
             e.pair("swap write p99", fmt_secs)
         ),
     })
@@ -501,6 +525,61 @@ mod tests {
         };
         assert!(!e.real("zswap stores") && e.switched("zswap stores"));
         assert!(zswap(&e).is_some() && swap_in(&e).is_none());
+    }
+
+    /// One run each, zswap off (A) and on (B), as a user first tries
+    /// it: nothing can be judged, yet zswap switched on is named, and
+    /// swap-out is not read as falling to 0 (as many pages went out,
+    /// into zswap); the table says both.
+    #[test]
+    fn one_run_each_names_zswap_not_a_swap_out_of_zero() {
+        use crate::model::report::{SwapCauses, VmstatDelta};
+        let run = |zswap: bool| {
+            let dev = |n: u64| if zswap { 0 } else { n };
+            let z = |n: u64| if zswap { n } else { 0 };
+            RunReport {
+                swap_causes: Some(SwapCauses {
+                    pgmajfault: Some(21_775),
+                    pswpin: Some(dev(159_316)),
+                    pswpout: Some(dev(184_430)),
+                    zswpin: Some(z(159_600)),
+                    zswpout: Some(z(184_000)),
+                    zswpwb: Some(0),
+                    swap_ra: Some(137_541),
+                    ..Default::default()
+                }),
+                vmstat: VmstatDelta {
+                    pswpin: dev(159_316),
+                    pswpout: dev(184_430),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }
+        };
+        let (a, b) = ([run(false)], [run(true)]);
+        let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
+        let metrics = super::super::metrics::rows(&ok);
+        let e = Evidence {
+            g: 1,
+            judgeable: false,
+            groups: &[],
+            metrics: &metrics,
+            attribution: &[],
+        };
+        let mean = |name: &str, g: usize| e.mean(name, g).expect(name);
+        assert_eq!(mean("pages swapped out", 0), 184_430.0);
+        assert_eq!(mean("pages swapped out", 1), 184_000.0);
+        assert_eq!(mean("written to swap device", 1), 0.0);
+        assert_eq!(mean("pages swapped in", 1), 159_600.0);
+        assert!(e.real("written to swap device") && !e.real("pages swapped out"));
+        let h = zswap(&e).expect("zswap named with one run each");
+        assert!(
+            h.text.starts_with("swap-ins served from zswap"),
+            "{}",
+            h.text
+        );
+        assert!(swap_out(&e).is_none(), "swap-out named");
+        assert!(swap_in(&e).is_none());
     }
 
     #[test]

@@ -61,10 +61,20 @@ const METRICS: &[(&str, Unit, Extract)] = &[
     ("scan velocity", Unit::PerSecond, |r| {
         (r.usage.wall_s > 0.0).then(|| r.vmstat.pgscan as f64 / r.usage.wall_s)
     }),
-    ("swap-out pages", Unit::Pages, |r| {
+    // Swapped out / in through every backend (the swap device, zswap,
+    // the zero map: model::swap_causes), then the device's share: with
+    // zswap on, the device's alone reads as "swap-out -> 0". None for
+    // recordings without the split (older vmtrace).
+    ("pages swapped out", Unit::Pages, |r| {
+        causes(r)?.swapout_pages().map(|v| v as f64)
+    }),
+    ("written to swap device", Unit::Pages, |r| {
         Some(r.vmstat.pswpout as f64)
     }),
-    ("swap-in pages", Unit::Pages, |r| {
+    ("pages swapped in", Unit::Pages, |r| {
+        causes(r)?.swapin_pages().map(|v| v as f64)
+    }),
+    ("read from swap device", Unit::Pages, |r| {
         Some(r.vmstat.pswpin as f64)
     }),
     ("pages per swap read", Unit::Pages, |r| {
