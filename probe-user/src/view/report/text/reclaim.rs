@@ -122,7 +122,7 @@ pub(super) fn compaction(o: &mut String, report: &RunReport) -> Result {
     writeln!(o)?;
     writeln!(
         o,
-        "compaction: {} runs, {} ({} runs of all tasks)",
+        "compaction: {} runs, {} in all ({} runs of all tasks)",
         c.runs.count,
         fmt_ns(c.runs.total_ns),
         c.all_tasks
@@ -141,7 +141,7 @@ pub(super) fn slab_shrink(o: &mut String, report: &RunReport) -> Result {
     writeln!(o)?;
     writeln!(
         o,
-        "slab shrinking (all tasks): {} shrinker calls, {}, {} freed",
+        "slab shrinking (all tasks): {} shrinker calls taking {}, {} freed",
         sl.calls.count,
         fmt_ns(sl.calls.total_ns),
         sl.objects_freed
