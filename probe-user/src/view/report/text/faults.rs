@@ -17,11 +17,20 @@ pub(super) fn faults(o: &mut String, report: &RunReport) -> Result {
     writeln!(o)?;
     writeln!(o, "page faults")?;
     let u = &report.usage;
+    // An attach's processes are not vmtrace's children: no rusage to
+    // set beside them (usage holds 0s, not counts).
+    let rusage = |n: u64| {
+        if report.attached {
+            "   (attached: no rusage)".to_string()
+        } else {
+            format!("   rusage {n:>12}")
+        }
+    };
     if let (Some(all), Some(t)) = (f.major_all, f.major_target) {
         writeln!(
             o,
-            "  major, target tasks   {t:>12}   rusage {:>12}",
-            u.major_faults
+            "  major, target tasks   {t:>12}{}",
+            rusage(u.major_faults)
         )?;
         writeln!(
             o,
@@ -38,8 +47,8 @@ pub(super) fn faults(o: &mut String, report: &RunReport) -> Result {
     if let Some(m) = f.minor_target {
         writeln!(
             o,
-            "  minor, target tasks   {m:>12}   rusage {:>12}",
-            u.minor_faults
+            "  minor, target tasks   {m:>12}{}",
+            rusage(u.minor_faults)
         )?;
     }
     time_by_process(o, f)?;
@@ -122,4 +131,36 @@ fn latencies(o: &mut String, f: &FaultReport) -> Result {
         write_hist(o, s)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(attached: bool) -> String {
+        let report = RunReport {
+            attached,
+            faults: FaultReport {
+                major_all: Some(40),
+                major_target: Some(25),
+                minor_target: Some(900),
+                ..Default::default()
+            },
+            ..RunReport::default()
+        };
+        let mut o = String::new();
+        faults(&mut o, &report).expect("write");
+        o
+    }
+
+    /// An attach has no rusage of its processes: the fault rows say so
+    /// instead of setting a 0 beside the probes' counts.
+    #[test]
+    fn attached_fault_rows_have_no_rusage_zero() {
+        let attached = counted(true);
+        assert!(!attached.contains("   rusage "), "{attached}");
+        assert_eq!(attached.matches("(attached: no rusage)").count(), 2);
+        let run = counted(false);
+        assert!(run.contains("major, target tasks             25   rusage"));
+    }
 }
