@@ -193,6 +193,20 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         if g.recordings.is_empty() {
             bail!("group {} has no recordings", i + 1);
         }
+        // An attach window has no exit status, rusage or elapsed time of
+        // the job: none of what compare weighs.
+        let attached = g
+            .recordings
+            .iter()
+            .position(|r| r.runs.iter().any(|run| run.report.attached));
+        if let Some(k) = attached {
+            let file = g.files.get(k).map_or("a recording", String::as_str);
+            bail!(
+                "{file} is an `attach` recording (no exit status, rusage or \
+                 elapsed time of the job): compare takes `vmtrace run` \
+                 recordings; use `vmtrace report` for an attach"
+            );
+        }
     }
     let (mut warnings, settings) = groups::differences(inputs, force)?;
     let labels = groups::labels(inputs);
@@ -316,6 +330,29 @@ mod tests {
         for line in text.lines() {
             assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
         }
+    }
+
+    /// An attach recording is refused by name: it has no exit status,
+    /// rusage or elapsed time to compare (it used to be counted as a
+    /// "failed" run).
+    #[test]
+    fn an_attach_recording_is_refused_by_name() {
+        let a = corpus();
+        let mut b = corpus();
+        for run in &mut b.runs {
+            run.report.attached = true;
+        }
+        let err = compare(&[group(None, &[&a]), group(None, &[&b])], false)
+            .expect_err("an attach recording compared");
+        let msg = format!("{err:#}");
+        assert!(
+            msg.starts_with("x.vmtrace.json is an `attach` recording"),
+            "{msg}"
+        );
+        assert!(
+            !msg.contains('\n') && msg.contains("vmtrace report"),
+            "{msg}"
+        );
     }
 
     /// A THP counter one kernel has and the other lacks: the row shows
