@@ -139,7 +139,7 @@ vmtrace report vmtrace-qsbench-6.18.44-20261130T030405Z.vmtrace.json\n  \
 vmtrace report --json run.vmtrace.json | jq .runs[0].report.usage"
     )]
     Report {
-        /// Recordings written by `vmtrace run`
+        /// Recordings written by `vmtrace run` or `vmtrace attach`
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Print the recordings as JSON instead of text
@@ -211,6 +211,7 @@ vmtrace export run.vmtrace.json --format hlog -o run.hlog\n  \
 vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
     )]
     Export {
+        /// Recordings written by `vmtrace run` or `vmtrace attach`
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Output format
