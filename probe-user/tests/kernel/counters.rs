@@ -80,16 +80,24 @@ fn thp_compaction_and_readahead_equal_the_vmstat_deltas() {
     // compaction scanners run, machine-wide, so compact_*_scanned move;
     // compact_stall counts only direct compaction, which a machine with
     // free 2 MiB blocks does not need), then faults its THPs.
-    let text = text_ok(
-        vmtrace(&["run", "--progress", "none", "--mem", "192M", "--swap", "1G"])
-            .args(["-o", &path_s, "--", "sh", "-c"])
-            .arg("echo 1 > /proc/sys/vm/compact_memory && exec \"$0\" \"$@\"")
-            .arg(memhog())
-            .args(["--mib", "320", "--passes", "1", "--thp"]),
-    );
+    let out = vmtrace(&["run", "--progress", "none", "--mem", "192M", "--swap", "1G"])
+        .args(["-o", &path_s, "--", "sh", "-c"])
+        .arg("echo 1 > /proc/sys/vm/compact_memory && exec \"$0\" \"$@\"")
+        .arg(memhog())
+        .args(["--mib", "320", "--passes", "1", "--thp"])
+        .output()
+        .expect("run vmtrace");
     let (after, mthp_after) = (vmstat(), mthp_2m());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let rec = recording(&path);
     let r = &rec["runs"][0]["report"];
+    // The box's v1 memcg may OOM-kill the hog when reclaim keeps finding
+    // its THP swap-outs still under writeback (one CI run in many); the
+    // counters over the window must still equal the deltas.
+    if !out.status.success() {
+        assert_eq!(r["exit"]["oom_killed"], true, "{text}");
+        eprintln!("notice: the hog was OOM-killed by its box; counters still checked");
+    }
     let d = |k: &str| delta(&before, &after, &[k]);
 
     let thp = &r["thp"];
