@@ -461,6 +461,17 @@ fn zone_shares(runs: &[&RunReport], pick: Pick) -> Vec<(String, f64)> {
 mod tests {
     use super::*;
 
+    /// Group B against A over `metrics`, with no time budget.
+    fn b_vs_a(metrics: &[MetricRow], judgeable: bool) -> Evidence<'_> {
+        Evidence {
+            g: 1,
+            judgeable,
+            groups: &[],
+            metrics,
+            attribution: &[],
+        }
+    }
+
     /// zswap off (A) against on (B): the loads and stores are new in B,
     /// the swap device's reads are gone, and the mechanism is zswap.
     #[test]
@@ -494,13 +505,7 @@ mod tests {
         let b: Vec<RunReport> = (0..3).map(|i| run(true, i)).collect();
         let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
         let metrics = super::super::metrics::rows(&ok);
-        let e = Evidence {
-            g: 1,
-            judgeable: true,
-            groups: &[],
-            metrics: &metrics,
-            attribution: &[],
-        };
+        let e = b_vs_a(&metrics, true);
         let h = zswap(&e).expect("a zswap mechanism");
         assert_eq!(h.mechanism, "zswap");
         assert!(
@@ -559,13 +564,7 @@ mod tests {
         let (a, b) = ([run(false)], [run(true)]);
         let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
         let metrics = super::super::metrics::rows(&ok);
-        let e = Evidence {
-            g: 1,
-            judgeable: false,
-            groups: &[],
-            metrics: &metrics,
-            attribution: &[],
-        };
+        let e = b_vs_a(&metrics, false);
         let mean = |name: &str, g: usize| e.mean(name, g).expect(name);
         assert_eq!(mean("pages swapped out", 0), 184_430.0);
         assert_eq!(mean("pages swapped out", 1), 184_000.0);
