@@ -12,11 +12,12 @@ use std::{
     io::{Read, Write},
     net::TcpStream,
     path::Path,
-    process::{Command, Stdio},
+    process::{Child, Command, ExitStatus, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
+    thread::JoinHandle,
     time::{Duration, Instant},
 };
 
@@ -92,84 +93,12 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     let listen = format!("127.0.0.1:{port}");
     let scratch = out.join("soak-scratch");
     std::fs::create_dir_all(&scratch)?;
-    let mut serve = Command::new(vmtrace)
-        .args(["attach", "--serve", &listen, "--max-cgroups", MAX_CGROUPS])
-        .arg("-o")
-        .arg(out.join("soak.vmtrace.json"))
-        .arg("--json")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(out.join("soak-serve.log"))?)
-        .spawn()
-        .context("starting vmtrace attach --serve")?;
+    let (mut serve, started) = start_serve(vmtrace, &listen, port, out)?;
     let pid = serve.id();
-    let started = Instant::now();
-    while scrape(port).is_none() {
-        if started.elapsed() > Duration::from_secs(60) || serve.try_wait()?.is_some() {
-            let _ = serve.kill();
-            bail!("vmtrace --serve did not answer; see soak-serve.log");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    // The churn: one box after another, each with a hog that swaps.
     let stop = Arc::new(AtomicBool::new(false));
     let boxes = Arc::new(AtomicU64::new(0));
-    let churn = {
-        let (stop, boxes) = (stop.clone(), boxes.clone());
-        let (vmtrace, memhog, scratch) =
-            (vmtrace.to_path_buf(), memhog.to_path_buf(), scratch.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let ok = Command::new(&vmtrace)
-                    .args(["run", "-q", "--no-probes", "--mem", "24M", "--swap", "64M"])
-                    .arg("-o")
-                    .arg(scratch.join("churn.vmtrace.json"))
-                    .arg("--")
-                    .arg(&memhog)
-                    .args(["--mib", "32", "--passes", "1"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success());
-                if ok {
-                    boxes.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            }
-        })
-    };
-    let end = Instant::now() + Duration::from_secs(minutes * 60);
-    let mut latencies = Vec::new();
-    let mut failed = 0u64;
-    let mut rss: Vec<(f64, u64)> = Vec::new();
-    let mut rows_max = 0.0f64;
-    let mut last = String::new();
-    let mut next_rss = Instant::now();
-    while Instant::now() < end {
-        let tick = Instant::now();
-        match scrape(port) {
-            Some((body, took)) => {
-                latencies.push(took.as_secs_f64() * 1e3);
-                rows_max = rows_max.max(value(&body, "vmtrace_cgroups").unwrap_or(0.0));
-                last = body;
-            }
-            None => failed += 1,
-        }
-        if tick >= next_rss {
-            if let Some(kib) = rss_kib(pid) {
-                rss.push((started.elapsed().as_secs_f64() / 60.0, kib));
-            }
-            next_rss = tick + Duration::from_secs(30);
-            eprint!(
-                "\rsoak: {:.1} of {minutes} min, {} boxes, {} scrapes, RSS {} KiB   ",
-                started.elapsed().as_secs_f64() / 60.0,
-                boxes.load(Ordering::Relaxed),
-                latencies.len(),
-                rss.last().map_or(0, |r| r.1)
-            );
-        }
-        std::thread::sleep(Duration::from_secs(1).saturating_sub(tick.elapsed()));
-    }
+    let churn = start_churn(vmtrace, memhog, &scratch, &stop, &boxes);
+    let samples = watch(port, pid, minutes, started, &boxes);
     eprintln!();
     stop.store(true, Ordering::Relaxed);
     let _ = churn.join();
@@ -178,23 +107,139 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     let status = serve.wait()?;
     let _ = std::fs::remove_dir_all(&scratch);
 
-    // Nothing may grow per scrape: the first tenth's latency against the
-    // last tenth's.
-    let tenth = (latencies.len() / 10).max(1);
-    let p50_of = |part: &[f64]| {
-        let mut v = part.to_vec();
-        v.sort_by(f64::total_cmp);
-        quantile(&v, 0.5)
-    };
-    let first_p50 = p50_of(&latencies[..tenth.min(latencies.len())]);
-    let last_p50 = p50_of(&latencies[latencies.len().saturating_sub(tenth)..]);
-    latencies.sort_by(f64::total_cmp);
-    // RSS after the first 2 minutes (start-up, first walks) to the end.
-    let steady: Vec<u64> = rss.iter().filter(|r| r.0 >= 2.0).map(|r| r.1).collect();
-    let (lo, hi) = (
-        steady.iter().copied().min().unwrap_or(0),
-        steady.iter().copied().max().unwrap_or(0),
+    let md = report(
+        samples,
+        boxes.load(Ordering::Relaxed),
+        minutes,
+        &listen,
+        status,
+    )?;
+    let path = out.join("soak.md");
+    std::fs::write(&path, &md)?;
+    print!("{md}");
+    eprintln!("bench: soak results in {}", path.display());
+    Ok(())
+}
+
+/// Starts `vmtrace attach --serve` and waits (up to a minute) until it
+/// answers a scrape; returns it and when it was started.
+fn start_serve(vmtrace: &Path, listen: &str, port: u16, out: &Path) -> Result<(Child, Instant)> {
+    let mut serve = Command::new(vmtrace)
+        .args(["attach", "--serve", listen, "--max-cgroups", MAX_CGROUPS])
+        .arg("-o")
+        .arg(out.join("soak.vmtrace.json"))
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(out.join("soak-serve.log"))?)
+        .spawn()
+        .context("starting vmtrace attach --serve")?;
+    let started = Instant::now();
+    while scrape(port).is_none() {
+        if started.elapsed() > Duration::from_secs(60) || serve.try_wait()?.is_some() {
+            let _ = serve.kill();
+            bail!("vmtrace --serve did not answer; see soak-serve.log");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok((serve, started))
+}
+
+/// The churn: one box after another, each with a hog that swaps, until
+/// `stop`; `boxes` counts the boxes that ran to the end.
+fn start_churn(
+    vmtrace: &Path,
+    memhog: &Path,
+    scratch: &Path,
+    stop: &Arc<AtomicBool>,
+    boxes: &Arc<AtomicU64>,
+) -> JoinHandle<()> {
+    let (stop, boxes) = (stop.clone(), boxes.clone());
+    let (vmtrace, memhog, scratch) = (
+        vmtrace.to_path_buf(),
+        memhog.to_path_buf(),
+        scratch.to_path_buf(),
     );
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let ok = Command::new(&vmtrace)
+                .args(["run", "-q", "--no-probes", "--mem", "24M", "--swap", "64M"])
+                .arg("-o")
+                .arg(scratch.join("churn.vmtrace.json"))
+                .arg("--")
+                .arg(&memhog)
+                .args(["--mib", "32", "--passes", "1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                boxes.fetch_add(1, Ordering::Relaxed);
+            } else {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    })
+}
+
+/// What the scrapes saw.
+#[derive(Default)]
+struct Samples {
+    /// Latency of each answered scrape, ms, in order.
+    latencies: Vec<f64>,
+    /// Scrapes not answered.
+    failed: u64,
+    /// (minute of the run, exporter RSS KiB), every 30 s.
+    rss: Vec<(f64, u64)>,
+    /// The most per-cgroup rows at a scrape.
+    rows_max: f64,
+    /// The last exposition answered.
+    last: String,
+}
+
+/// Scrapes /metrics every second for `minutes`, and the exporter's RSS
+/// every 30 s (with a progress line).
+fn watch(port: u16, pid: u32, minutes: u64, started: Instant, boxes: &AtomicU64) -> Samples {
+    let end = Instant::now() + Duration::from_secs(minutes * 60);
+    let mut s = Samples::default();
+    let mut next_rss = Instant::now();
+    while Instant::now() < end {
+        let tick = Instant::now();
+        match scrape(port) {
+            Some((body, took)) => {
+                s.latencies.push(took.as_secs_f64() * 1e3);
+                s.rows_max = s
+                    .rows_max
+                    .max(value(&body, "vmtrace_cgroups").unwrap_or(0.0));
+                s.last = body;
+            }
+            None => s.failed += 1,
+        }
+        if tick >= next_rss {
+            if let Some(kib) = rss_kib(pid) {
+                s.rss.push((started.elapsed().as_secs_f64() / 60.0, kib));
+            }
+            next_rss = tick + Duration::from_secs(30);
+            eprint!(
+                "\rsoak: {:.1} of {minutes} min, {} boxes, {} scrapes, RSS {} KiB   ",
+                started.elapsed().as_secs_f64() / 60.0,
+                boxes.load(Ordering::Relaxed),
+                s.latencies.len(),
+                s.rss.last().map_or(0, |r| r.1)
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1).saturating_sub(tick.elapsed()));
+    }
+    s
+}
+
+/// soak.md: what ran, the measures, the RSS samples.
+fn report(
+    mut s: Samples,
+    boxes: u64,
+    minutes: u64,
+    listen: &str,
+    status: ExitStatus,
+) -> Result<String> {
     let mut md = String::new();
     writeln!(md, "## Serve soak ({minutes} min)")?;
     writeln!(md)?;
@@ -208,11 +253,52 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     writeln!(md)?;
     writeln!(md, "| measure | value |")?;
     writeln!(md, "|---|---|")?;
+    writeln!(md, "| boxes (cgroups created and removed) | {boxes} |")?;
+    latency_rows(&mut md, &mut s.latencies, s.failed)?;
+    rss_rows(&mut md, &s.rss)?;
     writeln!(
         md,
-        "| boxes (cgroups created and removed) | {} |",
-        boxes.load(Ordering::Relaxed)
+        "| most per-cgroup rows at a scrape (cap {MAX_CGROUPS}) | {} |",
+        s.rows_max
     )?;
+    for name in [
+        "vmtrace_cgroups_expired_total",
+        "vmtrace_cgroup_stalls_folded_total",
+    ] {
+        writeln!(md, "| {name} | {} |", value(&s.last, name).unwrap_or(0.0))?;
+    }
+    let lost: Vec<String> = LOSS_COUNTERS
+        .iter()
+        .map(|c| {
+            format!(
+                "{c} {}",
+                value(&s.last, &format!("vmtrace_{c}_total")).unwrap_or(0.0)
+            )
+        })
+        .collect();
+    writeln!(md, "| lost or unpaired events | {} |", lost.join(", "))?;
+    writeln!(md, "| exit on SIGTERM | {status} |")?;
+    writeln!(md)?;
+    writeln!(md, "RSS samples (minute, KiB), every 30 s:")?;
+    writeln!(md)?;
+    let samples: Vec<String> = s.rss.iter().map(|(m, k)| format!("{m:.1}:{k}")).collect();
+    writeln!(md, "{}", samples.join(" "))?;
+    Ok(md)
+}
+
+/// The scrape rows: answered and failed, latency quantiles, and whether
+/// latency grew (nothing may grow per scrape: the first tenth's median
+/// against the last tenth's). Sorts `latencies`.
+fn latency_rows(md: &mut String, latencies: &mut [f64], failed: u64) -> Result<()> {
+    let tenth = (latencies.len() / 10).max(1);
+    let p50_of = |part: &[f64]| {
+        let mut v = part.to_vec();
+        v.sort_by(f64::total_cmp);
+        quantile(&v, 0.5)
+    };
+    let first_p50 = p50_of(&latencies[..tenth.min(latencies.len())]);
+    let last_p50 = p50_of(&latencies[latencies.len().saturating_sub(tenth)..]);
+    latencies.sort_by(f64::total_cmp);
     writeln!(
         md,
         "| scrapes answered / failed | {} / {failed} |",
@@ -221,14 +307,25 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     writeln!(
         md,
         "| scrape latency p50 / p99 / max (ms) | {:.2} / {:.2} / {:.2} |",
-        quantile(&latencies, 0.5),
-        quantile(&latencies, 0.99),
+        quantile(latencies, 0.5),
+        quantile(latencies, 0.99),
         latencies.last().copied().unwrap_or(0.0)
     )?;
     writeln!(
         md,
         "| scrape latency p50, first / last tenth of the run (ms) | {first_p50:.2} / {last_p50:.2} |"
     )?;
+    Ok(())
+}
+
+/// The exporter's RSS rows: its range after the first 2 minutes
+/// (start-up, first walks) to the end, and at start and end.
+fn rss_rows(md: &mut String, rss: &[(f64, u64)]) -> Result<()> {
+    let steady: Vec<u64> = rss.iter().filter(|r| r.0 >= 2.0).map(|r| r.1).collect();
+    let (lo, hi) = (
+        steady.iter().copied().min().unwrap_or(0),
+        steady.iter().copied().max().unwrap_or(0),
+    );
     writeln!(
         md,
         "| RSS from minute 2 on, min / max (KiB) | {lo} / {hi} ({:+.1}%) |",
@@ -244,35 +341,5 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
         rss.first().map_or(0, |r| r.1),
         rss.last().map_or(0, |r| r.1)
     )?;
-    writeln!(
-        md,
-        "| most per-cgroup rows at a scrape (cap {MAX_CGROUPS}) | {rows_max} |"
-    )?;
-    for name in [
-        "vmtrace_cgroups_expired_total",
-        "vmtrace_cgroup_stalls_folded_total",
-    ] {
-        writeln!(md, "| {name} | {} |", value(&last, name).unwrap_or(0.0))?;
-    }
-    let lost: Vec<String> = LOSS_COUNTERS
-        .iter()
-        .map(|c| {
-            format!(
-                "{c} {}",
-                value(&last, &format!("vmtrace_{c}_total")).unwrap_or(0.0)
-            )
-        })
-        .collect();
-    writeln!(md, "| lost or unpaired events | {} |", lost.join(", "))?;
-    writeln!(md, "| exit on SIGTERM | {status} |")?;
-    writeln!(md)?;
-    writeln!(md, "RSS samples (minute, KiB), every 30 s:")?;
-    writeln!(md)?;
-    let samples: Vec<String> = rss.iter().map(|(m, k)| format!("{m:.1}:{k}")).collect();
-    writeln!(md, "{}", samples.join(" "))?;
-    let path = out.join("soak.md");
-    std::fs::write(&path, &md)?;
-    print!("{md}");
-    eprintln!("bench: soak results in {}", path.display());
     Ok(())
 }
