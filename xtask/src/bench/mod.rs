@@ -12,6 +12,7 @@
 //! results go to a Markdown file (docs/BENCHMARKS.md quotes it).
 
 mod costs;
+mod measure;
 mod soak;
 mod tools;
 
@@ -19,12 +20,11 @@ use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
     process::Command,
-    time::Duration,
 };
 
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
-use tools::{RunFiles, Tool};
+use measure::run_retrying;
+use tools::Tool;
 
 use crate::{build, util};
 
@@ -87,25 +87,74 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
         );
     }
     if let Some(minutes) = opts.soak {
-        build::build()?;
-        let out = match &opts.out {
-            Some(o) => o.clone(),
-            None => util::root().join("target/bench").join(utc_stamp()),
-        };
-        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-        let release = util::root().join("target/release");
-        return soak::soak(
-            &release.join("vmtrace"),
-            &release.join("memhog"),
-            minutes,
-            &out,
-        );
+        return run_soak(opts, minutes);
     }
     if opts.rounds < 2 {
         bail!("--rounds must be at least 2 (ratios need a bare run per round)");
     }
-    let workloads: Vec<&Workload> = opts
-        .workloads
+    let workloads = chosen_workloads(opts)?;
+    let tools = chosen_tools(opts)?;
+    install_peers(&tools)?;
+    build::build()?;
+    let vmtrace = util::root().join("target/release/vmtrace");
+    let out = out_dir(opts);
+    let scratch = out.join("scratch");
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let _tracefs = TracefsMount::ensure()?;
+
+    let mut md = header(opts, &tools)?;
+    let mut csv = String::from(
+        "workload,round,tool,elapsed_s,user_s,sys_s,minor_faults,tool_cpu_s,tool_rss_bytes,lost,recorded,attach_s\n",
+    );
+    let bench = Bench {
+        tools: &tools,
+        rounds: opts.rounds,
+        vmtrace: &vmtrace,
+        scratch: &scratch,
+        out: &out,
+    };
+    for w in &workloads {
+        let args: Vec<String> = w.args.iter().map(|a| a.to_string()).collect();
+        let results = bench.timed_rounds(w, &args, &mut csv)?;
+        let costs = bench.program_costs(&args)?;
+        md.push_str(&section(w, &tools, &results, &costs));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let report = out.join("bench.md");
+    std::fs::write(&report, &md).with_context(|| format!("writing {}", report.display()))?;
+    print!("{md}");
+    eprintln!(
+        "bench: results in {} (every run: {})",
+        report.display(),
+        out.join("runs.csv").display()
+    );
+    Ok(())
+}
+
+/// `--soak MINUTES`: the serve soak alone.
+fn run_soak(opts: &BenchOptions, minutes: u64) -> Result<()> {
+    build::build()?;
+    let out = out_dir(opts);
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let release = util::root().join("target/release");
+    soak::soak(
+        &release.join("vmtrace"),
+        &release.join("memhog"),
+        minutes,
+        &out,
+    )
+}
+
+/// Where the results go: `--out`, or target/bench/<UTC time>.
+fn out_dir(opts: &BenchOptions) -> PathBuf {
+    match &opts.out {
+        Some(o) => o.clone(),
+        None => util::root().join("target/bench").join(utc_stamp()),
+    }
+}
+
+fn chosen_workloads(opts: &BenchOptions) -> Result<Vec<&'static Workload>> {
+    opts.workloads
         .iter()
         .map(|n| {
             WORKLOADS
@@ -113,7 +162,11 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
                 .find(|w| w.name == n)
                 .with_context(|| format!("unknown workload {n}; choose from qsbench, faults"))
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// The tools asked for, the bare run first when it was not asked for.
+fn chosen_tools(opts: &BenchOptions) -> Result<Vec<Tool>> {
     let mut tools: Vec<Tool> = opts
         .tools
         .iter()
@@ -128,63 +181,57 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
     if !tools.contains(&Tool::Bare) {
         tools.insert(0, Tool::Bare);
     }
-    install_peers(&tools)?;
-    build::build()?;
-    let vmtrace = util::root().join("target/release/vmtrace");
-    let out = match &opts.out {
-        Some(o) => o.clone(),
-        None => util::root().join("target/bench").join(utc_stamp()),
-    };
-    let scratch = out.join("scratch");
-    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
-    let _tracefs = TracefsMount::ensure()?;
+    Ok(tools)
+}
 
-    let mut md = header(opts, &tools)?;
-    let mut csv = String::from(
-        "workload,round,tool,elapsed_s,user_s,sys_s,minor_faults,tool_cpu_s,tool_rss_bytes,lost,recorded,attach_s\n",
-    );
-    for w in &workloads {
-        let args: Vec<String> = w.args.iter().map(|a| a.to_string()).collect();
-        // results[tool][round]: None when the run failed (an OOM kill).
+/// What every run of a bench shares.
+struct Bench<'a> {
+    tools: &'a [Tool],
+    rounds: usize,
+    vmtrace: &'a Path,
+    scratch: &'a Path,
+    out: &'a Path,
+}
+
+impl Bench<'_> {
+    /// The timed rounds of one workload, each in a rotated order:
+    /// results[tool][round], None when the run failed (an OOM kill).
+    /// Each run is a line of `csv`, written out after every round.
+    fn timed_rounds(
+        &self,
+        w: &Workload,
+        args: &[String],
+        csv: &mut String,
+    ) -> Result<Vec<Vec<Option<Measured>>>> {
+        let tools = self.tools;
         let mut results: Vec<Vec<Option<Measured>>> = vec![Vec::new(); tools.len()];
-        for round in 0..opts.rounds {
+        for round in 0..self.rounds {
             for k in 0..tools.len() {
                 let i = (round + k) % tools.len();
                 let tool = tools[i];
-                let m = run_retrying(tool, &vmtrace, &args, &scratch, false)?;
+                let m = run_retrying(tool, self.vmtrace, args, self.scratch, false)?;
                 if let Some(m) = &m {
                     eprintln!(
                         "bench: {} round {}/{} {:<12} {:.2} s elapsed, {:.2} s sys",
                         w.name,
                         round + 1,
-                        opts.rounds,
+                        self.rounds,
                         tool.name(),
                         m.wall_s,
                         m.sys_s
                     );
-                    let _ = writeln!(
-                        csv,
-                        "{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{}",
-                        w.name,
-                        round + 1,
-                        tool.name(),
-                        m.wall_s,
-                        m.user_s,
-                        m.sys_s,
-                        m.minor_faults,
-                        opt(m.tool_cpu_s.map(|v| format!("{v:.3}"))),
-                        opt(m.tool_rss),
-                        opt(m.lost),
-                        opt(m.recorded),
-                        opt(m.attach_s.map(|v| format!("{v:.3}"))),
-                    );
+                    csv.push_str(&csv_line(w, round, tool, m));
                 }
                 results[i].push(m);
             }
-            std::fs::write(out.join("runs.csv"), &csv)?;
+            std::fs::write(self.out.join("runs.csv"), &*csv)?;
         }
-        // The programs' own cost, with bpf_stats on (it adds to every
-        // run, so these runs are not timed).
+        Ok(results)
+    }
+
+    /// The programs' own cost, with bpf_stats on (it adds to every run,
+    /// so these runs are not timed).
+    fn program_costs(&self, args: &[String]) -> Result<Vec<(Tool, Measured)>> {
         let mut costs = Vec::new();
         for tool in [
             Tool::Vmtrace,
@@ -194,23 +241,33 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
         ] {
             // The floor programs come with bpftrace (the same tool loads them).
             let floor = matches!(tool, Tool::EmptyPrograms | Tool::ClockPrograms);
-            let wanted = tools.contains(&tool) || (floor && tools.contains(&Tool::Bpftrace));
-            if wanted && let Some(m) = run_retrying(tool, &vmtrace, &args, &scratch, true)? {
+            let wanted =
+                self.tools.contains(&tool) || (floor && self.tools.contains(&Tool::Bpftrace));
+            if wanted && let Some(m) = run_retrying(tool, self.vmtrace, args, self.scratch, true)? {
                 costs.push((tool, m));
             }
         }
-        md.push_str(&section(w, &tools, &results, &costs));
+        Ok(costs)
     }
-    let _ = std::fs::remove_dir_all(&scratch);
-    let report = out.join("bench.md");
-    std::fs::write(&report, &md).with_context(|| format!("writing {}", report.display()))?;
-    print!("{md}");
-    eprintln!(
-        "bench: results in {} (every run: {})",
-        report.display(),
-        out.join("runs.csv").display()
-    );
-    Ok(())
+}
+
+/// One run's line of runs.csv.
+fn csv_line(w: &Workload, round: usize, tool: Tool, m: &Measured) -> String {
+    format!(
+        "{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{}\n",
+        w.name,
+        round + 1,
+        tool.name(),
+        m.wall_s,
+        m.user_s,
+        m.sys_s,
+        m.minor_faults,
+        opt(m.tool_cpu_s.map(|v| format!("{v:.3}"))),
+        opt(m.tool_rss),
+        opt(m.lost),
+        opt(m.recorded),
+        opt(m.attach_s.map(|v| format!("{v:.3}"))),
+    )
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -229,231 +286,6 @@ fn install_peers(tools: &[Tool]) -> Result<()> {
         crate::setup::install_debian(&missing)?;
     }
     Ok(())
-}
-
-/// One run; a run the box's OOM killer ended (qsbench in 256 MiB, about
-/// one in three here) is run again, up to three times in all.
-fn run_retrying(
-    tool: Tool,
-    vmtrace: &Path,
-    args: &[String],
-    scratch: &Path,
-    bpf_stats: bool,
-) -> Result<Option<Measured>> {
-    for attempt in 1..=3 {
-        match run_once(tool, vmtrace, args, scratch, bpf_stats)? {
-            Ok(m) => return Ok(Some(m)),
-            Err(why) => eprintln!("bench: {} attempt {attempt}: {why}", tool.name()),
-        }
-    }
-    Ok(None)
-}
-
-/// Runs one configuration: Ok(measured), or Err(why the run does not
-/// count) for a run that failed (OOM kill).
-fn run_once(
-    tool: Tool,
-    vmtrace: &Path,
-    args: &[String],
-    scratch: &Path,
-    bpf_stats: bool,
-) -> Result<std::result::Result<Measured, String>> {
-    let files = RunFiles {
-        recording: scratch.join("run.vmtrace.json"),
-        trace: scratch.join(format!("{}.trace", tool.name())),
-        scratch: scratch.to_path_buf(),
-    };
-    let _ = std::fs::remove_file(&files.recording);
-    let _ = std::fs::remove_file(&files.trace);
-    let _bpf_stats = if bpf_stats && tool != Tool::Vmtrace {
-        Some(Sysctl::set("kernel/bpf_stats_enabled", "1")?)
-    } else {
-        None
-    };
-    let mut cmd = tools::command(tool, vmtrace, args, &files, bpf_stats);
-    let log = scratch.join("output.txt");
-    let log_file = std::fs::File::create(&log)?;
-    cmd.stdout(log_file.try_clone()?).stderr(log_file);
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start `{}`", util::show(&cmd)))?;
-    let pid = child.id() as i32;
-    let mut peak_rss = 0u64;
-    let mut programs: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
-    let (status, ru) = loop {
-        // SAFETY: zeroed rusage is a valid out-parameter.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let mut status = 0;
-        // SAFETY: our own child, valid out-pointers.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-        if r == pid {
-            break (status, ru);
-        }
-        if r < 0 {
-            bail!(
-                "waiting for {}: {}",
-                tool.name(),
-                std::io::Error::last_os_error()
-            );
-        }
-        if tool != Tool::Bare && tool != Tool::Vmtrace {
-            peak_rss = peak_rss.max(tool_rss(pid));
-            if bpf_stats {
-                for (id, runs, ns) in bpf_programs(pid) {
-                    programs.insert(id, (runs, ns));
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let output = std::fs::read_to_string(&log).unwrap_or_default();
-    let recording: Value = match std::fs::read(&files.recording) {
-        Ok(b) => serde_json::from_slice(&b).context("reading the run's recording")?,
-        Err(_) => bail!(
-            "{} produced no recording (exit status {status}); its output:\n{output}",
-            tool.name()
-        ),
-    };
-    let report = &recording["runs"][0]["report"];
-    if report["exit"]["oom_killed"].as_bool() == Some(true) {
-        return Ok(Err("OOM-killed by the box; running it again".into()));
-    }
-    if report["exit"]["code"].as_i64() != Some(0) {
-        bail!(
-            "{}: the workload failed ({}); output:\n{output}",
-            tool.name(),
-            report["exit"]
-        );
-    }
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let usage = &report["usage"];
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let mut m = Measured {
-        wall_s: f(&usage["wall_s"]),
-        user_s: f(&usage["user_s"]),
-        sys_s: f(&usage["sys_s"]),
-        minor_faults: usage["minor_faults"].as_u64().unwrap_or(0),
-        ..Default::default()
-    };
-    match tool {
-        Tool::Bare => {}
-        Tool::Vmtrace => {
-            let c = &report["collector"];
-            m.tool_cpu_s = Some(f(&c["user_s"]) + f(&c["sys_s"]));
-            m.tool_rss = c["max_rss_bytes"].as_u64();
-            m.attach_s = c["attach_s"].as_f64();
-            let d = &report["dropped"];
-            let lost: u64 = ["program_misses", "evicted"]
-                .iter()
-                .flat_map(|k| d[k].as_array().cloned().unwrap_or_default())
-                .filter_map(|pair| pair[1].as_u64())
-                .sum();
-            m.lost = Some(lost);
-            for p in report["program_costs"].as_array().into_iter().flatten() {
-                m.programs.push((
-                    p["program"].as_str().unwrap_or("?").to_string(),
-                    p["runs"].as_u64().unwrap_or(0),
-                    p["run_ns"].as_u64().unwrap_or(0),
-                ));
-            }
-        }
-        _ => {
-            // The tree's CPU minus the workload's; the bare vmtrace around
-            // it costs a few ms (creating the box aside, which is sys
-            // time of its own and the same in every configuration).
-            let total = tv(ru.ru_utime) + tv(ru.ru_stime);
-            m.tool_cpu_s = Some((total - m.user_s - m.sys_s).max(0.0));
-            m.tool_rss = Some(peak_rss);
-            let (lost, recorded) = tools::lost_and_recorded(tool, &files.trace, &output);
-            m.lost = lost;
-            m.recorded = recorded;
-            m.programs = programs
-                .into_iter()
-                .enumerate()
-                .map(|(i, (_, (runs, ns)))| {
-                    let probe = if matches!(tool, Tool::EmptyPrograms | Tool::ClockPrograms) {
-                        tools::EMPTY_PROBES.get(i).map(|p| p.0)
-                    } else {
-                        tools::BPFTRACE_PROBES.get(i).copied()
-                    };
-                    (format!("{} ({})", i + 1, probe.unwrap_or("?")), runs, ns)
-                })
-                .collect();
-        }
-    }
-    let _ = std::fs::remove_file(&files.trace);
-    Ok(Ok(m))
-}
-
-/// Peak RSS of a tracer: its own process and its children that are not
-/// the traced command (trace-cmd forks a recorder per CPU).
-fn tool_rss(pid: i32) -> u64 {
-    let hwm = |p: &str| -> u64 {
-        std::fs::read_to_string(format!("/proc/{p}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            })
-            .map_or(0, |kib| kib * 1024)
-    };
-    let children =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    let mut total = hwm(&pid.to_string());
-    for c in children.split_whitespace() {
-        let comm = std::fs::read_to_string(format!("/proc/{c}/comm")).unwrap_or_default();
-        if comm.trim() != "vmtrace" {
-            total += hwm(c);
-        }
-    }
-    total
-}
-
-/// A process's eBPF programs: (id, runs, run ns) from its fds' fdinfo.
-fn bpf_programs(pid: i32) -> Vec<(u32, u64, u64)> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in dir.flatten() {
-        let Ok(info) = std::fs::read_to_string(e.path()) else {
-            continue;
-        };
-        let field = |name: &str| -> Option<u64> {
-            info.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().parse().ok())
-        };
-        if let (Some(id), Some(runs), Some(ns)) =
-            (field("prog_id:"), field("run_cnt:"), field("run_time_ns:"))
-        {
-            out.push((id as u32, runs, ns));
-        }
-    }
-    out
-}
-
-/// A sysctl set for a while, restored when dropped.
-struct Sysctl {
-    path: PathBuf,
-    old: String,
-}
-
-impl Sysctl {
-    fn set(name: &str, value: &str) -> Result<Sysctl> {
-        let path = Path::new("/proc/sys").join(name);
-        let old = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        std::fs::write(&path, value).with_context(|| format!("setting {}", path.display()))?;
-        Ok(Sysctl { path, old })
-    }
-}
-
-impl Drop for Sysctl {
-    fn drop(&mut self) {
-        let _ = std::fs::write(&self.path, self.old.trim());
-    }
 }
 
 /// tracefs at /sys/kernel/tracing for the peers (perf and trace-cmd read
@@ -580,6 +412,65 @@ fn spread(values: &[f64], digits: usize) -> String {
     }
 }
 
+/// A tool's row of a workload's table: its runs `own`, each paired with
+/// the bare run of its round.
+fn tool_row(tool: Tool, own: &[Option<Measured>], bare: &[Option<Measured>]) -> String {
+    let runs: Vec<&Measured> = own.iter().flatten().collect();
+    let pairs: Vec<(&Measured, &Measured)> = own
+        .iter()
+        .zip(bare)
+        .filter_map(|(m, b)| Some((m.as_ref()?, b.as_ref()?)))
+        .collect();
+    let wall: Vec<f64> = runs.iter().map(|m| m.wall_s).collect();
+    let sys: Vec<f64> = runs.iter().map(|m| m.sys_s).collect();
+    let ratio: Vec<f64> = pairs.iter().map(|(m, b)| m.wall_s / b.wall_s).collect();
+    let dsys: Vec<f64> = pairs.iter().map(|(m, b)| m.sys_s - b.sys_s).collect();
+    let per_fault: Vec<f64> = pairs
+        .iter()
+        .map(|(m, b)| (m.sys_s - b.sys_s) * 1e9 / b.minor_faults.max(1) as f64)
+        .collect();
+    let cpu: Vec<f64> = runs.iter().filter_map(|m| m.tool_cpu_s).collect();
+    let rss = runs.iter().filter_map(|m| m.tool_rss).max();
+    let lost: Option<u64> = runs.iter().filter_map(|m| m.lost).reduce(|a, b| a + b);
+    let failed = own.iter().filter(|m| m.is_none()).count();
+    let is_bare = tool == Tool::Bare;
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
+        tool.name(),
+        spread(&wall, 2),
+        if is_bare {
+            "1".into()
+        } else {
+            spread(&ratio, 3)
+        },
+        spread(&sys, 2),
+        if is_bare {
+            "-".into()
+        } else {
+            spread(&dsys, 2)
+        },
+        if is_bare {
+            "-".into()
+        } else {
+            let mut v = per_fault.clone();
+            median(&mut v).map_or("-".into(), |m| format!("{m:+.0} ns"))
+        },
+        if cpu.is_empty() {
+            "-".into()
+        } else {
+            spread(&cpu, 2)
+        },
+        rss.map_or("-".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0)),
+        lost.map_or("-".into(), |l| l.to_string()),
+        runs.len(),
+        if failed > 0 {
+            format!(", {failed} failed 3x")
+        } else {
+            String::new()
+        },
+    )
+}
+
 /// The tables of one workload.
 fn section(
     w: &Workload,
@@ -600,61 +491,7 @@ fn section(
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
     for (i, tool) in tools.iter().enumerate() {
-        let runs: Vec<&Measured> = results[i].iter().flatten().collect();
-        let pairs: Vec<(&Measured, &Measured)> = results[i]
-            .iter()
-            .zip(bare)
-            .filter_map(|(m, b)| Some((m.as_ref()?, b.as_ref()?)))
-            .collect();
-        let wall: Vec<f64> = runs.iter().map(|m| m.wall_s).collect();
-        let sys: Vec<f64> = runs.iter().map(|m| m.sys_s).collect();
-        let ratio: Vec<f64> = pairs.iter().map(|(m, b)| m.wall_s / b.wall_s).collect();
-        let dsys: Vec<f64> = pairs.iter().map(|(m, b)| m.sys_s - b.sys_s).collect();
-        let per_fault: Vec<f64> = pairs
-            .iter()
-            .map(|(m, b)| (m.sys_s - b.sys_s) * 1e9 / b.minor_faults.max(1) as f64)
-            .collect();
-        let cpu: Vec<f64> = runs.iter().filter_map(|m| m.tool_cpu_s).collect();
-        let rss = runs.iter().filter_map(|m| m.tool_rss).max();
-        let lost: Option<u64> = runs.iter().filter_map(|m| m.lost).reduce(|a, b| a + b);
-        let failed = results[i].iter().filter(|m| m.is_none()).count();
-        let is_bare = *tool == Tool::Bare;
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
-            tool.name(),
-            spread(&wall, 2),
-            if is_bare {
-                "1".into()
-            } else {
-                spread(&ratio, 3)
-            },
-            spread(&sys, 2),
-            if is_bare {
-                "-".into()
-            } else {
-                spread(&dsys, 2)
-            },
-            if is_bare {
-                "-".into()
-            } else {
-                let mut v = per_fault.clone();
-                median(&mut v).map_or("-".into(), |m| format!("{m:+.0} ns"))
-            },
-            if cpu.is_empty() {
-                "-".into()
-            } else {
-                spread(&cpu, 2)
-            },
-            rss.map_or("-".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0)),
-            lost.map_or("-".into(), |l| l.to_string()),
-            runs.len(),
-            if failed > 0 {
-                format!(", {failed} failed 3x")
-            } else {
-                String::new()
-            },
-        );
+        let _ = writeln!(md, "{}", tool_row(*tool, &results[i], bare));
     }
     let attach: Vec<f64> = tools
         .iter()
