@@ -5,27 +5,18 @@
 
 use std::fmt::Write;
 
-use super::{Measured, tools::Tool};
+use super::{
+    Measured,
+    tools::{SIGNALS, Tool},
+};
 
-/// vmtrace's program for each of bpftrace's probes (BPFTRACE_PROBES);
-/// None where vmtrace runs nothing for the signal (per-process fault
-/// counts: vmtrace reads the kernel's per-task counters at exit).
-const PAIRS: &[(&str, Option<&str>)] = &[
-    ("direct_reclaim_begin", Some("direct_reclaim_begin")),
-    ("memcg_reclaim_begin", Some("memcg_reclaim_begin")),
-    ("direct_reclaim_end", Some("direct_reclaim_end")),
-    ("memcg_reclaim_end", Some("memcg_reclaim_end")),
-    ("lru_shrink_inactive", Some("lru_shrink_inactive")),
-    ("kswapd_wake", Some("kswapd_wake")),
-    ("write_folio", Some("write_folio")),
-    ("block_rq_issue", Some("block_rq_issue")),
-    ("block_rq_complete", Some("block_rq_complete")),
-    ("page_fault_user", None),
-    ("major-faults", Some("major_fault")),
-    ("shrink_slab_start", Some("shrink_slab_start")),
-    ("shrink_slab_end", Some("shrink_slab_end")),
-    ("lru_isolate", Some("lru_isolate")),
-];
+/// bpftrace's program for each signal it records, and vmtrace's (None
+/// where vmtrace runs nothing for it), in the table's order.
+fn pairs() -> impl Iterator<Item = (&'static str, Option<&'static str>)> {
+    SIGNALS
+        .iter()
+        .filter_map(|s| Some((s.bpftrace?, s.vmtrace)))
+}
 
 /// bpftrace's programs are listed as "N (probe)".
 fn probe_of(name: &str) -> &str {
@@ -130,11 +121,11 @@ pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
             .join(" | ")
     };
     let mut paired_vm = Vec::new();
-    for (probe, ours) in PAIRS {
+    for (probe, ours) in pairs() {
         let b = find(&bt.programs, probe, true);
         let v = ours.and_then(|o| find(&vm.programs, o, false));
         if let Some(o) = ours {
-            paired_vm.push(*o);
+            paired_vm.push(o);
         }
         let ratio = match (v, b) {
             (Some(v), Some(b)) if v.1 > 0 && b.1 > 0 && b.2 > 0 => {
@@ -151,7 +142,7 @@ pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
             ours.unwrap_or("(none: counts read at exit)"),
             runs(v),
             per_run(v),
-            floor(*ours),
+            floor(ours),
             runs(b),
             per_run(b),
         );
@@ -176,11 +167,7 @@ pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
     let bt_same: u64 = bt
         .programs
         .iter()
-        .filter(|p| {
-            PAIRS
-                .iter()
-                .any(|(probe, ours)| ours.is_some() && probe_of(&p.0) == *probe)
-        })
+        .filter(|p| pairs().any(|(probe, ours)| ours.is_some() && probe_of(&p.0) == probe))
         .map(|p| p.2)
         .sum();
     let bt_total: u64 = bt.programs.iter().map(|p| p.2).sum();

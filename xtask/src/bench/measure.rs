@@ -212,17 +212,14 @@ fn peer_costs(m: &mut Measured, tool: Tool, files: &RunFiles, output: &str, w: W
     let (lost, recorded) = tools::lost_and_recorded(tool, &files.trace, output);
     m.lost = lost;
     m.recorded = recorded;
+    let names = tools::program_names(tool);
     m.programs = w
         .programs
         .into_iter()
         .enumerate()
         .map(|(i, (_, (runs, ns)))| {
-            let probe = if matches!(tool, Tool::EmptyPrograms | Tool::ClockPrograms) {
-                tools::EMPTY_PROBES.get(i).map(|p| p.0)
-            } else {
-                tools::BPFTRACE_PROBES.get(i).copied()
-            };
-            (format!("{} ({})", i + 1, probe.unwrap_or("?")), runs, ns)
+            let probe = names.get(i).copied().unwrap_or("?");
+            (format!("{} ({probe})", i + 1), runs, ns)
         })
         .collect();
 }

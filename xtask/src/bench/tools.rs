@@ -91,6 +91,8 @@ pub const TRACEPOINTS: &[&str] = &[
 /// The bpftrace script: the same histograms and counts, the way a
 /// bpftrace user would write them (per-process fault counts need a
 /// program on every user fault: bpftrace cannot read them at exit).
+/// Each attach point starts a line and is a signal of SIGNALS, which
+/// names its program (a unit test holds the two together).
 pub const BPFTRACE_SCRIPT: &str = r#"
 tracepoint:vmscan:mm_vmscan_direct_reclaim_begin,
 tracepoint:vmscan:mm_vmscan_memcg_reclaim_begin { @start[tid] = nsecs; }
@@ -119,88 +121,183 @@ tracepoint:vmscan:mm_vmscan_lru_isolate {
 software:major-faults:1 { @major_faults[comm] = count(); }
 "#;
 
-/// The attach points of BPFTRACE_SCRIPT in script order: bpftrace 0.17
-/// loads one program per attach point in this order (their run counts
-/// match the events: checked against vmtrace's and perf's counts), and
-/// the kernel only keeps 15 characters of their names. It loads a
-/// software event after every tracepoint, wherever it stands in the
-/// script: keep major-faults last.
-pub const BPFTRACE_PROBES: &[&str] = &[
-    "direct_reclaim_begin",
-    "memcg_reclaim_begin",
-    "direct_reclaim_end",
-    "memcg_reclaim_end",
-    "lru_shrink_inactive",
-    "kswapd_wake",
-    "write_folio",
-    "block_rq_issue",
-    "block_rq_complete",
-    "page_fault_user",
-    "shrink_slab_start",
-    "shrink_slab_end",
-    "lru_isolate",
-    "major-faults",
-];
+/// A signal the cost tables compare, one per hook: vmtrace's program
+/// there and bpftrace's.
+pub struct Signal {
+    /// The hook, as bpftrace names an attach point. Classic tracepoints
+    /// throughout: bpftrace 0.17 has no BTF tracepoints, which vmtrace
+    /// uses for block_rq_issue/complete and page_fault_kernel (a BTF
+    /// tracepoint skips the record copy, which bpf_stats does not time
+    /// anyway).
+    pub hook: &'static str,
+    /// vmtrace's default program there; None where vmtrace runs none (per-
+    /// process fault counts: vmtrace reads the kernel's per-task counters
+    /// at exit). The floor programs (`Tool::EmptyPrograms`,
+    /// `Tool::ClockPrograms`) go on the hooks that have one, named by it.
+    pub vmtrace: Option<&'static str>,
+    /// bpftrace's program there in BPFTRACE_SCRIPT, as the tables name it
+    /// (the kernel keeps only 15 characters of its own name); None where
+    /// the script records nothing.
+    pub bpftrace: Option<&'static str>,
+}
 
-/// vmtrace's default programs and the same hook as bpftrace names it, for
-/// the empty programs of `Tool::EmptyPrograms`, in script order (bpftrace
-/// 0.17 loads one program per probe in this order). Classic tracepoints
-/// throughout: bpftrace 0.17 has no BTF tracepoints, which vmtrace uses
-/// for block_rq_issue/complete and page_fault_kernel (a BTF tracepoint
-/// skips the record copy, which bpf_stats does not time anyway).
-pub const EMPTY_PROBES: &[(&str, &str)] = &[
-    (
-        "direct_reclaim_begin",
+const fn signal(
+    hook: &'static str,
+    vmtrace: Option<&'static str>,
+    bpftrace: Option<&'static str>,
+) -> Signal {
+    Signal {
+        hook,
+        vmtrace,
+        bpftrace,
+    }
+}
+
+/// Every signal, in the order of the side-by-side cost table.
+pub const SIGNALS: &[Signal] = &[
+    signal(
         "tracepoint:vmscan:mm_vmscan_direct_reclaim_begin",
+        Some("direct_reclaim_begin"),
+        Some("direct_reclaim_begin"),
     ),
-    (
-        "direct_reclaim_end",
-        "tracepoint:vmscan:mm_vmscan_direct_reclaim_end",
-    ),
-    (
-        "memcg_reclaim_begin",
+    signal(
         "tracepoint:vmscan:mm_vmscan_memcg_reclaim_begin",
+        Some("memcg_reclaim_begin"),
+        Some("memcg_reclaim_begin"),
     ),
-    (
-        "memcg_reclaim_end",
+    signal(
+        "tracepoint:vmscan:mm_vmscan_direct_reclaim_end",
+        Some("direct_reclaim_end"),
+        Some("direct_reclaim_end"),
+    ),
+    signal(
         "tracepoint:vmscan:mm_vmscan_memcg_reclaim_end",
+        Some("memcg_reclaim_end"),
+        Some("memcg_reclaim_end"),
     ),
-    (
-        "lru_shrink_inactive",
+    signal(
         "tracepoint:vmscan:mm_vmscan_lru_shrink_inactive",
+        Some("lru_shrink_inactive"),
+        Some("lru_shrink_inactive"),
     ),
-    ("lru_isolate", "tracepoint:vmscan:mm_vmscan_lru_isolate"),
-    (
-        "lru_shrink_active",
-        "tracepoint:vmscan:mm_vmscan_lru_shrink_active",
+    signal(
+        "tracepoint:vmscan:mm_vmscan_kswapd_wake",
+        Some("kswapd_wake"),
+        Some("kswapd_wake"),
     ),
-    ("kswapd_wake", "tracepoint:vmscan:mm_vmscan_kswapd_wake"),
-    ("kswapd_sleep", "tracepoint:vmscan:mm_vmscan_kswapd_sleep"),
-    ("wakeup_kswapd", "tracepoint:vmscan:mm_vmscan_wakeup_kswapd"),
-    (
-        "shrink_slab_start",
+    signal(
+        "tracepoint:vmscan:mm_vmscan_write_folio",
+        Some("write_folio"),
+        Some("write_folio"),
+    ),
+    signal(
+        "tracepoint:block:block_rq_issue",
+        Some("block_rq_issue"),
+        Some("block_rq_issue"),
+    ),
+    signal(
+        "tracepoint:block:block_rq_complete",
+        Some("block_rq_complete"),
+        Some("block_rq_complete"),
+    ),
+    signal(
+        "tracepoint:exceptions:page_fault_user",
+        None,
+        Some("page_fault_user"),
+    ),
+    signal(
+        "software:major-faults:1",
+        Some("major_fault"),
+        Some("major-faults"),
+    ),
+    signal(
         "tracepoint:vmscan:mm_shrink_slab_start",
+        Some("shrink_slab_start"),
+        Some("shrink_slab_start"),
     ),
-    ("shrink_slab_end", "tracepoint:vmscan:mm_shrink_slab_end"),
-    ("write_folio", "tracepoint:vmscan:mm_vmscan_write_folio"),
-    ("block_rq_issue", "tracepoint:block:block_rq_issue"),
-    ("block_rq_complete", "tracepoint:block:block_rq_complete"),
-    ("major_fault", "software:major-faults:1"),
+    signal(
+        "tracepoint:vmscan:mm_shrink_slab_end",
+        Some("shrink_slab_end"),
+        Some("shrink_slab_end"),
+    ),
+    signal(
+        "tracepoint:vmscan:mm_vmscan_lru_isolate",
+        Some("lru_isolate"),
+        Some("lru_isolate"),
+    ),
+    signal(
+        "tracepoint:vmscan:mm_vmscan_lru_shrink_active",
+        Some("lru_shrink_active"),
+        None,
+    ),
+    signal(
+        "tracepoint:vmscan:mm_vmscan_kswapd_sleep",
+        Some("kswapd_sleep"),
+        None,
+    ),
+    signal(
+        "tracepoint:vmscan:mm_vmscan_wakeup_kswapd",
+        Some("wakeup_kswapd"),
+        None,
+    ),
 ];
 
-/// The floor programs' script: `probe { }` per line, or with
-/// `clock`, a program that reads the clock once and compares it with a
-/// value it never has (so that the read cannot be optimised away).
+/// The attach points of a bpftrace script (one at the start of a line)
+/// in the order bpftrace 0.17 loads their programs, one per attach
+/// point: script order, but a software event after every tracepoint,
+/// wherever it stands in the script. Checked against vmtrace's and
+/// perf's counts: the programs' run counts match their events.
+fn load_order(script: &str) -> Vec<&str> {
+    let mut points: Vec<&str> = script
+        .lines()
+        .filter(|l| l.starts_with("tracepoint:") || l.starts_with("software:"))
+        .filter_map(|l| l.split([',', ' ', '/', '{']).next())
+        .collect();
+    points.sort_by_key(|p| p.starts_with("software:"));
+    points
+}
+
+/// The names of the programs a configuration's bpftrace loads, in load
+/// order: bpftrace's names for its script, vmtrace's for the floor
+/// programs ("?" for a hook with no signal).
+pub fn program_names(tool: Tool) -> Vec<&'static str> {
+    let floor = matches!(tool, Tool::EmptyPrograms | Tool::ClockPrograms);
+    let script = if floor {
+        floor_script(tool == Tool::ClockPrograms)
+    } else {
+        BPFTRACE_SCRIPT.to_string()
+    };
+    load_order(&script)
+        .into_iter()
+        .map(|hook| {
+            let s = SIGNALS.iter().find(|s| s.hook == hook);
+            let name = if floor {
+                s.and_then(|s| s.vmtrace)
+            } else {
+                s.and_then(|s| s.bpftrace)
+            };
+            name.unwrap_or("?")
+        })
+        .collect()
+}
+
+/// The floor programs' script: one on each of vmtrace's hooks (in load
+/// order), `probe { }`, or with `clock`, a program that reads the clock
+/// once and compares it with a value it never has (so that the read
+/// cannot be optimised away).
 pub fn floor_script(clock: bool) -> String {
     let body = if clock {
         "{ if (nsecs == 0) { exit(); } }"
     } else {
         "{ }"
     };
-    EMPTY_PROBES
+    let mut hooks: Vec<&str> = SIGNALS
         .iter()
-        .map(|(_, probe)| format!("{probe} {body}\n"))
-        .collect()
+        .filter(|s| s.vmtrace.is_some())
+        .map(|s| s.hook)
+        .collect();
+    hooks.sort_by_key(|h| h.starts_with("software:"));
+    hooks.iter().map(|h| format!("{h} {body}\n")).collect()
 }
 
 /// Files under /proc and tracefs that trace-cmd 3.1 writes or reads
@@ -406,6 +503,69 @@ fn numbers_after(text: &str, prefix: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_hook_and_program_is_one_signal() {
+        for names in [
+            SIGNALS.iter().map(|s| Some(s.hook)).collect::<Vec<_>>(),
+            SIGNALS.iter().map(|s| s.vmtrace).collect(),
+            SIGNALS.iter().map(|s| s.bpftrace).collect(),
+        ] {
+            let mut named: Vec<&str> = names.into_iter().flatten().collect();
+            let n = named.len();
+            named.sort();
+            named.dedup();
+            assert_eq!(named.len(), n, "named twice: {named:?}");
+        }
+    }
+
+    #[test]
+    fn bpftraces_programs_are_the_signals_it_records_in_load_order() {
+        // Each attach point of the script is a signal's, and each signal
+        // bpftrace records is in the script: no program goes unnamed.
+        let mut hooks = load_order(BPFTRACE_SCRIPT);
+        hooks.sort();
+        let mut recorded: Vec<&str> = SIGNALS
+            .iter()
+            .filter(|s| s.bpftrace.is_some())
+            .map(|s| s.hook)
+            .collect();
+        recorded.sort();
+        assert_eq!(hooks, recorded);
+        assert_eq!(
+            program_names(Tool::Bpftrace),
+            [
+                "direct_reclaim_begin",
+                "memcg_reclaim_begin",
+                "direct_reclaim_end",
+                "memcg_reclaim_end",
+                "lru_shrink_inactive",
+                "kswapd_wake",
+                "write_folio",
+                "block_rq_issue",
+                "block_rq_complete",
+                "page_fault_user",
+                "shrink_slab_start",
+                "shrink_slab_end",
+                "lru_isolate",
+                "major-faults",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_floor_has_a_program_on_each_of_vmtraces_hooks() {
+        for tool in [Tool::EmptyPrograms, Tool::ClockPrograms] {
+            let names = program_names(tool);
+            let vmtrace: Vec<&str> = SIGNALS.iter().filter_map(|s| s.vmtrace).collect();
+            assert_eq!(names.len(), vmtrace.len());
+            assert!(names.iter().all(|n| vmtrace.contains(n)), "{names:?}");
+            assert_eq!(names.last(), Some(&"major_fault"));
+        }
+        assert!(floor_script(true).starts_with(
+            "tracepoint:vmscan:mm_vmscan_direct_reclaim_begin { if (nsecs == 0) { exit(); } }\n"
+        ));
+    }
 
     #[test]
     fn tool_names_round_trip() {
