@@ -10,9 +10,9 @@ use std::{
 use anyhow::Result;
 
 use crate::{
+    analysis::{Comparison, GroupInput},
     model::recording::Recording,
     session::preflight::check_writable,
-    view::compare::{Comparison, GroupInput},
 };
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Recording>> {
@@ -73,7 +73,7 @@ pub(super) fn compare_command(
             recordings: recs.iter().collect(),
         })
         .collect();
-    let (columns, skipped) = crate::view::compare::columns::compare_columns(&inputs, force)?;
+    let (columns, skipped) = crate::analysis::sweep::compare_columns(&inputs, force)?;
     if let Some(path) = svg {
         if columns.len() > 1 {
             eprintln!(

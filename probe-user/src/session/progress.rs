@@ -3,7 +3,7 @@
 //! box memory), and how it is shown: rewritten in place on a terminal, or
 //! printed as plain lines.
 
-use crate::view::format::fmt_rate_short;
+use crate::model::format::fmt_rate_short;
 use std::time::Duration;
 
 use crate::model::sample;

@@ -4,7 +4,6 @@
 
 pub mod compare;
 pub mod export;
-pub mod format;
 pub mod metrics;
 pub mod plot;
 pub mod report;

@@ -29,9 +29,10 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 use crate::{
+    analysis::{GroupInput, sweep},
     model::recording::Recording,
     session::preflight,
-    view::compare::{GroupInput, columns},
+    view::compare::columns,
 };
 
 /// Where the guest's files come from.
@@ -335,7 +336,7 @@ fn kernels_table(merged: &[(String, Recording)], outcomes: &[Outcome], out: &Pat
             name.unwrap_or_else(|| o.spec.clone()),
             o.problem.as_deref().unwrap_or("unknown")
         );
-        for l in crate::view::format::wrap(&line, 72) {
+        for l in crate::model::format::wrap(&line, 72) {
             text.push_str(&l);
             text.push('\n');
         }
@@ -361,7 +362,7 @@ fn compare_kernels(merged: &[(String, Recording)], out: &Path) {
             recordings: vec![r],
         })
         .collect();
-    match columns::compare_columns(&inputs, true) {
+    match sweep::compare_columns(&inputs, true) {
         Ok((cols, skipped)) => {
             let text = columns::render(&cols, &skipped, false);
             let _ = std::fs::write(out.join("compare.txt"), &text);

@@ -1,8 +1,8 @@
 //! The compare plot: the groups' latency distributions overlaid, one
 //! percentile plot per histogram, stacked in one SVG page.
 
-use super::groups::completed;
-use super::{Comparison, GroupInput};
+use crate::analysis::groups::completed;
+use crate::analysis::{Comparison, GroupInput};
 
 /// The groups' latency distributions, overlaid (each group's completed
 /// runs merged), one percentile plot per histogram, as one SVG page.

@@ -3,10 +3,13 @@
 //! hold the baseline and at most two other groups, more go in further
 //! blocks.
 
-use crate::view::format::{fmt_count_short, fmt_secs, wrap};
+use crate::model::format::{fmt_count_short, fmt_secs, wrap};
 use std::fmt::Write as _;
 
-use super::{AttributionRow, Change, Comparison, MetricRow, Unit, Versus};
+use crate::analysis::{
+    AttributionRow, Change, Comparison, ElapsedSplit, Hint, MetricRow, Unit, Verdict, Versus,
+    guards::Guard, stats::Describe,
+};
 
 const NAME: usize = 24;
 
@@ -77,7 +80,7 @@ pub fn render(c: &Comparison, detail: bool) -> String {
     for w in &c.warnings {
         lines.push(format!("WARNING: {w}"));
     }
-    lines.extend(super::guards::lines(&c.guards));
+    lines.extend(guard_lines(&c.guards));
     for l in lines {
         for w in wrap(&l, 72) {
             let _ = writeln!(o, "{w}");
@@ -104,7 +107,7 @@ pub fn render(c: &Comparison, detail: bool) -> String {
 
 fn write_verdict(o: &mut String, g: usize, v: &Versus) {
     let e = v.elapsed;
-    let mut s = format!("{} vs A: {}", letter(g), v.verdict);
+    let mut s = format!("{} vs A: {}", letter(g), v.verdict.name());
     if let Some(e) = e {
         let _ = write!(
             s,
@@ -117,7 +120,7 @@ fn write_verdict(o: &mut String, g: usize, v: &Versus) {
             let _ = write!(s, ", p = {:.3}", w.p);
         }
     }
-    if v.judgeable && v.verdict == "within noise" {
+    if v.judgeable && v.verdict == Verdict::WithinNoise {
         s.push_str(": no cause to explain");
     }
     for w in wrap(&s, 72) {
@@ -139,7 +142,7 @@ fn write_metrics(o: &mut String, metrics: &[MetricRow], others: &[usize], detail
     }
     let _ = writeln!(o, "{}", head.trim_end());
     for m in metrics {
-        let mut line = format!("{:<NAME$}", super::guards::label(m));
+        let mut line = format!("{:<NAME$}", row_label(m));
         line.truncate(NAME);
         while line.len() < NAME {
             line.push(' ');
@@ -157,7 +160,7 @@ fn write_metrics(o: &mut String, metrics: &[MetricRow], others: &[usize], detail
             for (what, f) in [
                 (
                     "  stddev",
-                    (|d: &super::Describe| d.stddev) as fn(&super::Describe) -> f64,
+                    (|d: &Describe| d.stddev) as fn(&Describe) -> f64,
                 ),
                 ("  min", |d| d.min),
                 ("  max", |d| d.max),
@@ -175,7 +178,7 @@ fn write_metrics(o: &mut String, metrics: &[MetricRow], others: &[usize], detail
 
 fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Versus) {
     let l = letter(g);
-    let noise = v.judgeable && v.verdict == "within noise";
+    let noise = v.judgeable && v.verdict == Verdict::WithinNoise;
     let mut head = format!(
         "where the time went, {l} vs A: the job's time budget in task-seconds \
          (task-s: summed over its tasks) and its part of the elapsed \
@@ -216,7 +219,7 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
         };
         let line = format!(
             "{:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
-            r.component,
+            r.component.label(),
             fmt_secs(r.means[0]),
             fmt_secs(r.means[g]),
             signed_diff(r.diffs[g - 1]),
@@ -243,7 +246,7 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
 
 /// One paragraph under the attribution table: what the parts add up to,
 /// what is left, and why (offsets, overlap).
-fn split_summary(s: &super::ElapsedSplit, l: &str, noise: bool) -> String {
+fn split_summary(s: &ElapsedSplit, l: &str, noise: bool) -> String {
     let d = s.difference.abs();
     if d < 1e-9 {
         return format!("{l} and A took the same elapsed time: nothing to attribute");
@@ -296,8 +299,8 @@ fn signed_diff(v: f64) -> String {
 fn write_hints(o: &mut String, g: usize, v: &Versus) {
     // Mechanisms carry seconds of the elapsed difference; other
     // significant differences are listed apart, not offered as causes.
-    let linked = |h: &&super::Hint| !h.seconds.is_finite() || h.seconds.abs() >= 0.001;
-    let (causes, others): (Vec<&super::Hint>, Vec<&super::Hint>) = v.hints.iter().partition(linked);
+    let linked = |h: &&Hint| !h.seconds.is_finite() || h.seconds.abs() >= 0.001;
+    let (causes, others): (Vec<&Hint>, Vec<&Hint>) = v.hints.iter().partition(linked);
     for (title, hints) in [
         (
             format!("likely mechanisms, {} vs A, strongest first:", letter(g)),
@@ -366,6 +369,34 @@ fn hint_lines(text: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The table's row label: the measure's label, ` !` when guarded.
+fn row_label(m: &MetricRow) -> String {
+    if m.guard.is_some() {
+        format!("{} !", m.measure.label())
+    } else {
+        m.measure.label().to_string()
+    }
+}
+
+/// One line per guard: `! MGLRU off vs on (traced): <why>`.
+fn guard_lines(guards: &[Guard]) -> Vec<String> {
+    let mut out: Vec<String> = guards
+        .iter()
+        .map(|g| {
+            format!(
+                "! {} {}: {}",
+                g.setting.name(),
+                g.values.join(" vs "),
+                g.why
+            )
+        })
+        .collect();
+    if !out.is_empty() {
+        out.push("! marked rows mean different things: no cause is named from them".into());
+    }
+    out
 }
 
 #[cfg(test)]

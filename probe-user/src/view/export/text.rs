@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use crate::{
+    model::format::{human, wrap},
     model::recording::Recording,
-    view::format::{human, wrap},
     view::report::RunsTable,
 };
 

@@ -4,7 +4,7 @@
 
 use super::style::{AXIS, GRID, MUTED, PLOT_LEFT, TEXT};
 use super::svg::Svg;
-use crate::view::format::{fmt_si, trim_num};
+use crate::model::format::{fmt_si, trim_num};
 
 /// Maps a data interval onto a pixel interval (linear).
 #[derive(Clone, Copy)]

@@ -3,8 +3,8 @@
 //! every series overlaid, with a legend table of count, p50, p99 and max.
 
 use super::curve::{Curve, MAX_DECADES, curve_of};
+use crate::model::format::{fmt_ns_3sig, fmt_ns_tick, fmt_thousands, pct_label};
 use crate::model::histogram::Summary;
-use crate::view::format::{fmt_ns_3sig, fmt_ns_tick, fmt_thousands, pct_label};
 use crate::view::plot::{
     axes::{Area, Scale, no_values_box, panel_title, x_axis_label, x_tick, y_axis_label},
     labels::{shorten, text_w},

@@ -3,7 +3,7 @@
 //! histogram kind with every run overlaid, then pressure over time for
 //! the first recording's runs.
 
-use crate::view::format::trim_num;
+use crate::model::format::trim_num;
 use vmtrace_common::Hist;
 
 use super::latency::{Series, latency_panel};

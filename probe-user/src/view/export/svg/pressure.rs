@@ -4,8 +4,8 @@
 
 use super::full_width_area;
 use super::time_panel::{Line, TimePanel, max_y, rate_steps, time_panel};
+use crate::model::format::{fmt_si, trim_num};
 use crate::model::sample::{Sample, ZoneSample};
-use crate::view::format::{fmt_si, trim_num};
 use crate::view::plot::{
     axes::no_values_box,
     labels::shorten,

@@ -2,7 +2,7 @@
 //! reader needs, "no values" where there are none, and never NaN.
 
 use super::{Series, latency_plot, page::run_labels, recording_svg};
-use crate::view::format::fmt_ns_3sig;
+use crate::model::format::fmt_ns_3sig;
 use crate::{
     model::histogram::{Summary, summarize},
     model::recording::{Environment, RecordedRun, Recording, Workload},

@@ -8,8 +8,8 @@
 use std::fmt::{Result, Write as _};
 
 use crate::{
+    model::format::{fmt_thousands, write_wrapped},
     model::report::{RunReport, SwapCauses},
-    view::format::{fmt_thousands, write_wrapped},
 };
 
 /// A counter, or `n/a` where this kernel lacks it.

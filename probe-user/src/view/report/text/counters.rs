@@ -8,8 +8,8 @@ use std::fmt::{Result, Write as _};
 
 use super::causes::count;
 use crate::{
+    model::format::{fmt_thousands, write_wrapped},
     model::{counters::LruSizes, report::RunReport},
-    view::format::{fmt_thousands, write_wrapped},
 };
 
 fn row(o: &mut String, what: &str, n: Option<u64>, source: &str) -> Result {

@@ -2,7 +2,7 @@
 //! threads waited, by the kernel's own task delay accounting, with the
 //! eBPF reclaim stall time beside its reclaim delay.
 
-use crate::view::format::fmt_ns;
+use crate::model::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
 use crate::model::report::{DelayReport, RunReport};

@@ -2,7 +2,7 @@
 //! rusage and /proc/vmstat), faults per process at exit, fault time per
 //! process and the fault latency histograms (--fault-latency).
 
-use crate::view::format::fmt_ns;
+use crate::model::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
 use super::hist::write_hist;

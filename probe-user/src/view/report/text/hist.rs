@@ -2,7 +2,7 @@
 //! two (merging the kernel's 16 sub-buckets), bpftrace-style but at most
 //! 72 columns.
 
-use crate::view::format::fmt_ns;
+use crate::model::format::fmt_ns;
 use std::fmt::Write as _;
 
 use vmtrace_common::hist::{BUCKETS, SUB, bucket_lower};

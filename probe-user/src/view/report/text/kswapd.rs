@@ -2,7 +2,7 @@
 //! node (wakes, time awake, CPU), its awake periods, what woke it and
 //! for which zone and order (the zones have their own module, zones.rs).
 
-use crate::view::format::write_wrapped;
+use crate::model::format::write_wrapped;
 use std::fmt::{Result, Write as _};
 
 use super::{hist::write_hist, names::nonzero_pairs};

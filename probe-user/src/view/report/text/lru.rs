@@ -2,7 +2,7 @@
 //! /proc/vmstat beside it, scan velocity, and why scanned pages were
 //! kept back), shrinks by priority, and active-list shrinking.
 
-use crate::view::format::{pct, write_wrapped};
+use crate::model::format::{pct, write_wrapped};
 use std::fmt::{Result, Write as _};
 
 use super::names::nonzero_pairs;

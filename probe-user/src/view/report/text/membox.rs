@@ -9,8 +9,8 @@
 use std::fmt::{Result, Write as _};
 
 use crate::{
+    model::format::{fmt_ns, pct, wrap},
     model::report::{BoxReport, RunReport},
-    view::format::{fmt_ns, pct, wrap},
 };
 
 /// v2 events always shown (in this order), then any other non-zero one.

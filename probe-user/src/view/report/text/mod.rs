@@ -8,8 +8,8 @@
 use std::fmt::{Result, Write as _};
 
 use crate::{
+    model::format::{human, write_wrapped},
     model::report::{BoxReport, CgroupVersion, Exit, RunReport},
-    view::format::{human, write_wrapped},
 };
 
 mod causes;

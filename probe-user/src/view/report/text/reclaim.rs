@@ -2,7 +2,7 @@
 //! stalls, the processes that stalled most, reclaims by allocation
 //! order, reclaim throttling, compaction and slab shrinking.
 
-use crate::view::format::{fmt_ns, write_wrapped};
+use crate::model::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
 use super::{hist::write_hist, names::nonzero_pairs};

@@ -6,11 +6,11 @@ use std::fmt::{Result, Write as _};
 
 use super::{causes::count, hist::write_hist};
 use crate::{
+    model::format::{fmt_thousands, human, write_wrapped},
     model::{
         histogram::Summary,
         report::{RunReport, SwapCauses},
     },
-    view::format::{fmt_thousands, human, write_wrapped},
 };
 
 /// Anon folios swapped out and file folios written back by reclaim.

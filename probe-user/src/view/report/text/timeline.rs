@@ -7,7 +7,7 @@
 //! memory.pressure. A machine-wide psi% of 40 beside a target stall of
 //! 608 ms in a second is two different populations, not a contradiction.
 
-use crate::view::format::fmt_ns;
+use crate::model::format::fmt_ns;
 use std::fmt::{Result, Write as _};
 
 use crate::model::{

@@ -2,10 +2,10 @@
 //! its own CPU time and memory, the events it could not account for,
 //! and the metrics it could not measure (or measured only in part).
 
-use crate::view::format::{fmt_ns, write_wrapped};
+use crate::model::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
-use crate::{model::report::RunReport, view::format::human};
+use crate::{model::format::human, model::report::RunReport};
 
 /// eBPF program cost (--bpf-stats), costliest program first.
 pub(super) fn program_costs(o: &mut String, report: &RunReport) -> Result {

@@ -9,11 +9,11 @@
 use std::fmt::{Result, Write as _};
 
 use crate::{
+    model::format::write_wrapped,
     model::{
         report::{IsolateRow, RunReport, ZoneRow},
         zones::{ZoneTypeCounts, highest_zone_name, zone_names},
     },
-    view::format::write_wrapped,
 };
 
 /// Every zone table of the run, and the memcg note where it applies.

@@ -3,7 +3,7 @@
 //! box's cgroup version, the kernel's delay-accounting semantics, THP
 //! and mTHP, the job directory's file system), the metrics it redefines
 //! are marked in the table, one line says why, and no mechanism is named
-//! from them (`guarded`, which the hints consult).
+//! from them (`guarded`, which the mechanisms consult).
 //!
 //! What each guard covers, from the kernel sources:
 //! - MGLRU (mm/vmscan.c, lru_gen): evict_folios counts pgscan per folio
@@ -27,65 +27,100 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::measures::Measure;
 use super::{GroupInput, MetricRow};
 use crate::model::recording::environment::{DelayAccounting, mthp_line};
 use crate::model::report::{CgroupVersion, RunReport};
 
+/// A setting that can redefine measures when it differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    Mglru,
+    BoxCgroup,
+    DelayAccounting,
+    Thp,
+    JobFileSystem,
+}
+
+impl Setting {
+    /// As printed: for reading only, no decision reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Mglru => "MGLRU",
+            Setting::BoxCgroup => "memory box cgroup",
+            Setting::DelayAccounting => "delay accounting",
+            Setting::Thp => "THP",
+            Setting::JobFileSystem => "job file system",
+        }
+    }
+}
+
+/// Serialised as its name.
+impl Serialize for Setting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// A setting that differs between the groups and redefines some metrics.
 #[derive(Clone, Debug, Serialize)]
 pub struct Guard {
-    pub setting: &'static str,
+    pub setting: Setting,
     /// The setting's value(s) in each group.
     pub values: Vec<String>,
     /// Why the metrics below cannot be compared, one line.
     pub why: &'static str,
-    pub metrics: Vec<&'static str>,
+    pub metrics: Vec<Measure>,
 }
 
-/// The guard table: setting, why, the METRICS rows it redefines.
-const TABLE: &[(&str, &str, &[&str])] = &[
+/// The guard table: setting, why, the measures it redefines.
+const TABLE: &[(Setting, &str, &[Measure])] = &[
     (
-        "MGLRU",
+        Setting::Mglru,
         "multi-gen LRU scans by generation, not by priority, and counts \
          and traces scans its own way",
         &[
-            "pages scanned",
-            "reclaim efficiency",
-            "scan velocity",
-            "low-priority shrinks",
+            Measure::PagesScanned,
+            Measure::ReclaimEfficiency,
+            Measure::ScanVelocity,
+            Measure::LowPriorityShrinks,
         ],
     ),
     (
-        "memory box cgroup",
+        Setting::BoxCgroup,
         "cgroup v1 memcg reclaim waits for writeback inside reclaim; v2 \
          throttles instead",
         &[
-            "reclaim stall time",
-            "memcg stall p99",
-            "throttled",
-            "reclaim (delay acct)",
-            "block I/O (delay acct)",
+            Measure::ReclaimStallTime,
+            Measure::MemcgStallP99,
+            Measure::Throttled,
+            Measure::ReclaimDelay,
+            Measure::BlockIoDelay,
         ],
     ),
     (
-        "delay accounting",
+        Setting::DelayAccounting,
         "the kernels book swap-in waits under different delay categories",
         &[
-            "swap-in wait (delay)",
-            "block I/O (delay acct)",
-            "thrashing (delay acct)",
+            Measure::SwapInWait,
+            Measure::BlockIoDelay,
+            Measure::ThrashingDelay,
         ],
     ),
     (
-        "THP",
+        Setting::Thp,
         "a huge page fault maps many pages at once",
-        &["minor faults", "major faults"],
+        &[Measure::MinorFaults, Measure::MajorFaults],
     ),
     (
-        "job file system",
+        Setting::JobFileSystem,
         "tmpfs files are swapped, disk files are read back, network file \
          systems do no block I/O",
-        &["major faults", "refaults", "block I/O (delay acct)"],
+        &[
+            Measure::MajorFaults,
+            Measure::Refaults,
+            Measure::BlockIoDelay,
+        ],
     ),
 ];
 
@@ -93,10 +128,10 @@ const TABLE: &[(&str, &str, &[&str])] = &[
 type Value = Box<dyn Fn(&GroupInput, &[&RunReport]) -> Vec<String>>;
 
 /// Each setting's values per group (distinct, sorted).
-fn values(setting: &str) -> Value {
+fn values(setting: Setting) -> Value {
     match setting {
-        "MGLRU" => Box::new(|g, _| env_values(g, |e| mglru(&e.mglru, &e.kernel_release))),
-        "memory box cgroup" => Box::new(|_, runs| {
+        Setting::Mglru => Box::new(|g, _| env_values(g, |e| mglru(&e.mglru, &e.kernel_release))),
+        Setting::BoxCgroup => Box::new(|_, runs| {
             distinct(runs.iter().filter_map(|r| {
                 r.membox.as_ref()?.cgroup_version.map(|v| match v {
                     CgroupVersion::V1 => "v1".to_string(),
@@ -104,7 +139,7 @@ fn values(setting: &str) -> Value {
                 })
             }))
         }),
-        "delay accounting" => Box::new(|g, _| {
+        Setting::DelayAccounting => Box::new(|g, _| {
             env_values(g, |e| {
                 let d = match e.delay_accounting {
                     DelayAccounting::Unknown => DelayAccounting::of_release(&e.kernel_release),
@@ -113,8 +148,12 @@ fn values(setting: &str) -> Value {
                 d.name().to_string()
             })
         }),
-        "THP" => Box::new(|g, _| env_values(g, |e| thp(e.thp_enabled.as_deref(), &e.mthp_enabled))),
-        _ => Box::new(|g, _| env_values(g, |e| e.job_fs.clone().unwrap_or_default())),
+        Setting::Thp => {
+            Box::new(|g, _| env_values(g, |e| thp(e.thp_enabled.as_deref(), &e.mthp_enabled)))
+        }
+        Setting::JobFileSystem => {
+            Box::new(|g, _| env_values(g, |e| e.job_fs.clone().unwrap_or_default()))
+        }
     }
 }
 
@@ -153,7 +192,7 @@ fn delay_guard(g: &mut Guard) {
     if g.values.iter().all(|v| read_call.contains(&v.as_str())) {
         g.why = "6.12 on book a workingset swap-in's read call as thrashing \
                  too, 6.1 does not";
-        g.metrics = vec!["thrashing (delay acct)"];
+        g.metrics = vec![Measure::ThrashingDelay];
     }
 }
 
@@ -213,7 +252,7 @@ pub(super) fn find(inputs: &[GroupInput], ok: &[Vec<&RunReport>]) -> Vec<Guard> 
                 why,
                 metrics: metrics.to_vec(),
             };
-            if setting == "delay accounting" {
+            if setting == Setting::DelayAccounting {
                 delay_guard(&mut guard);
             }
             differs.then_some(guard)
@@ -226,51 +265,24 @@ pub(super) fn mark(metrics: &mut [MetricRow], guards: &[Guard]) {
     for m in metrics {
         m.guard = guards
             .iter()
-            .find(|g| g.metrics.contains(&m.name))
+            .find(|g| g.metrics.contains(&m.measure))
             .map(|g| g.setting);
     }
 }
 
-/// Whether a metric's meaning differs between the groups: the hints name
-/// no mechanism from it.
-pub(super) fn guarded(metrics: &[MetricRow], name: &str) -> bool {
-    metrics.iter().any(|m| m.name == name && m.guard.is_some())
-}
-
-/// Whether the zone-shift hint may be named. Its shares now come from
-/// pgalloc_/allocstall_ and --page-alloc, which MGLRU does not change; a
-/// "reclaim scans" part (mm_vmscan_lru_isolate, which MGLRU emits
-/// differently, none before 6.7) is held back while the scans are
-/// guarded.
-pub(super) fn zone_shift_comparable(metrics: &[MetricRow], text: &str) -> bool {
-    !(text.contains("reclaim scans") && guarded(metrics, "pages scanned"))
-}
-
-/// The table's row label: the metric's name, ` !` when guarded.
-pub(super) fn label(m: &MetricRow) -> String {
-    if m.guard.is_some() {
-        format!("{} !", m.name)
-    } else {
-        m.name.to_string()
-    }
-}
-
-/// One line per guard: `! MGLRU off vs on (traced): <why>`.
-pub(super) fn lines(guards: &[Guard]) -> Vec<String> {
-    let mut out: Vec<String> = guards
+/// Whether a measure's meaning differs between the groups: the
+/// mechanisms name no cause from it.
+pub(super) fn guarded(metrics: &[MetricRow], measure: Measure) -> bool {
+    metrics
         .iter()
-        .map(|g| format!("! {} {}: {}", g.setting, g.values.join(" vs "), g.why))
-        .collect();
-    if !out.is_empty() {
-        out.push("! marked rows mean different things: no cause is named from them".into());
-    }
-    out
+        .any(|m| m.measure == measure && m.guard.is_some())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{GroupInput, compare, text};
+    use super::super::{GroupInput, Measure, Mechanism, Setting, Verdict, compare};
     use crate::model::{recording::Recording, report::CgroupVersion};
+    use crate::view::compare::text;
 
     /// The corpus recording (two runs of memhog on 6.18, a v1 box).
     fn corpus() -> Recording {
@@ -311,23 +323,40 @@ mod tests {
         let b = twin("6.12.57+deb12-amd64", Some("0x0007"), true);
         let c = compare(&[group(&a), group(&b)], false).expect("compares");
         assert!(c.guards.is_empty(), "{:#?}", c.guards);
-        assert_eq!(c.versus[0].verdict, "slower");
-        assert!(c.versus[0].hints.iter().any(|h| h.mechanism == "reclaim"));
+        assert_eq!(c.versus[0].verdict, Verdict::Slower);
+        assert!(
+            c.versus[0]
+                .hints
+                .iter()
+                .any(|h| h.mechanism == Mechanism::Reclaim)
+        );
 
         let a = twin("6.1.0-57-amd64", Some("0x0000"), false);
         let c = compare(&[group(&a), group(&b)], false).expect("compares");
-        let settings: Vec<&str> = c.guards.iter().map(|g| g.setting).collect();
-        assert_eq!(settings, ["MGLRU", "delay accounting"], "{:#?}", c.guards);
+        let settings: Vec<Setting> = c.guards.iter().map(|g| g.setting).collect();
+        assert_eq!(
+            settings,
+            [Setting::Mglru, Setting::DelayAccounting],
+            "{:#?}",
+            c.guards
+        );
         assert_eq!(c.guards[0].values, ["off", "on (traced)"]);
-        for name in ["pages scanned", "reclaim efficiency", "scan velocity"] {
-            let row = c.metrics.iter().find(|m| m.name == name).expect(name);
-            assert_eq!(row.guard, Some("MGLRU"), "{name}");
+        for key in [
+            Measure::PagesScanned,
+            Measure::ReclaimEfficiency,
+            Measure::ScanVelocity,
+        ] {
+            let row = c.metrics.iter().find(|m| m.measure == key);
+            assert_eq!(row.expect("a row").guard, Some(Setting::Mglru), "{key:?}");
         }
-        let elapsed = c.metrics.iter().find(|m| m.name == "elapsed");
+        let elapsed = c.metrics.iter().find(|m| m.measure == Measure::Elapsed);
         assert_eq!(elapsed.and_then(|m| m.guard), None);
         // Scans doubled and efficiency halved, but neither names reclaim.
         assert!(
-            c.versus[0].hints.iter().all(|h| h.mechanism != "reclaim"),
+            c.versus[0]
+                .hints
+                .iter()
+                .all(|h| h.mechanism != Mechanism::Reclaim),
             "{:#?}",
             c.versus[0].hints
         );
@@ -358,9 +387,17 @@ mod tests {
         let c = compare(&[group(&a), group(&b)], false).expect("compares");
         assert_eq!(c.guards.len(), 1, "{:#?}", c.guards);
         assert_eq!(c.guards[0].values, ["v1", "v2"]);
-        let row = c.metrics.iter().find(|m| m.name == "reclaim stall time");
-        assert_eq!(row.and_then(|m| m.guard), Some("memory box cgroup"));
-        assert!(c.versus[0].hints.iter().all(|h| h.mechanism != "reclaim"));
+        let row = c
+            .metrics
+            .iter()
+            .find(|m| m.measure == Measure::ReclaimStallTime);
+        assert_eq!(row.and_then(|m| m.guard), Some(Setting::BoxCgroup));
+        assert!(
+            c.versus[0]
+                .hints
+                .iter()
+                .all(|h| h.mechanism != Mechanism::Reclaim)
+        );
     }
 
     #[test]
@@ -377,7 +414,7 @@ mod tests {
         let mut tmpfs = a.clone();
         tmpfs.environment.job_fs = Some("tmpfs".into());
         let c = compare(&[group(&known), group(&tmpfs)], false).expect("compares");
-        assert_eq!(c.guards[0].setting, "job file system");
+        assert_eq!(c.guards[0].setting, Setting::JobFileSystem);
         assert_eq!(c.guards[0].values, ["ext4", "tmpfs"]);
     }
 }
@@ -403,21 +440,5 @@ mod thp_tests {
         assert_eq!(mglru(&Some("0x0007".into()), "6.1.0"), "on (no LRU events)");
         assert_eq!(mglru(&Some("0x0000".into()), "6.12.1"), "off");
         assert_eq!(mglru(&None, "6.18.4"), "off");
-    }
-
-    #[test]
-    fn zone_scan_shifts_wait_for_comparable_scans() {
-        let row = |guard| MetricRow {
-            name: "pages scanned",
-            unit: super::super::Unit::Pages,
-            groups: Vec::new(),
-            changes: Vec::new(),
-            guard,
-        };
-        let text = "pressure shifted between zones: reclaim scans 0/DMA32 20% -> 50%";
-        assert!(zone_shift_comparable(&[row(None)], text));
-        assert!(!zone_shift_comparable(&[row(Some("MGLRU"))], text));
-        let allocs = "pressure shifted between zones: allocations 0/DMA32 1% -> 30%";
-        assert!(zone_shift_comparable(&[row(Some("MGLRU"))], allocs));
     }
 }

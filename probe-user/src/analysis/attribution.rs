@@ -5,7 +5,9 @@
 //! exceeds the difference it explains. docs/COMPARE.md has the model and
 //! its limits.
 
-use super::metrics::{delays, reclaim_field};
+use serde::Serialize;
+
+use super::measures::{delays, reclaim_field};
 use super::{AttributionRow, ElapsedSplit};
 use crate::model::report::RunReport;
 
@@ -34,16 +36,49 @@ use crate::model::report::RunReport;
 /// reclaim delay ("freepages": CPU and waits). Other sleep (pipes,
 /// wait4, timers) is not measured: vmtrace does not record the tasks'
 /// lifetimes, so it stays in "unexplained".
-pub const COMPONENTS: &[&str] = &[
-    "user CPU",
-    "reclaim (system CPU)",
-    "compaction (system CPU)",
-    "other system CPU",
-    "block I/O waits",
-    "waiting for a CPU",
-];
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    UserCpu,
+    ReclaimCpu,
+    CompactionCpu,
+    OtherSystemCpu,
+    BlockIoWaits,
+    CpuWait,
+}
 
-/// A run's budget: task-seconds per component of `COMPONENTS`.
+impl Component {
+    /// Every component, in the order shown (the budget's order).
+    pub const ALL: [Component; 6] = [
+        Component::UserCpu,
+        Component::ReclaimCpu,
+        Component::CompactionCpu,
+        Component::OtherSystemCpu,
+        Component::BlockIoWaits,
+        Component::CpuWait,
+    ];
+
+    /// As printed: for reading only, no decision reads it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Component::UserCpu => "user CPU",
+            Component::ReclaimCpu => "reclaim (system CPU)",
+            Component::CompactionCpu => "compaction (system CPU)",
+            Component::OtherSystemCpu => "other system CPU",
+            Component::BlockIoWaits => "block I/O waits",
+            Component::CpuWait => "waiting for a CPU",
+        }
+    }
+}
+
+/// Serialised as its label.
+impl Serialize for Component {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
+    }
+}
+
+/// A run's budget: task-seconds per component, in `Component::ALL`'s
+/// order.
 pub(super) fn budget(r: &RunReport) -> [f64; 6] {
     let secs = |ns: u64| ns as f64 / 1e9;
     let reclaim_stall = reclaim_field(r, |s| s.stalls.total_ns as f64 / 1e9).unwrap_or(0.0);
@@ -158,7 +193,7 @@ pub(super) fn attribute(ok: &[Vec<&RunReport>]) -> (Vec<AttributionRow>, Vec<Ela
     let per: Vec<f64> = (0..ok.len())
         .map(|g| seconds_per_task_second(task_s[g], elapsed[g]))
         .collect();
-    let mut rows: Vec<AttributionRow> = COMPONENTS
+    let mut rows: Vec<AttributionRow> = Component::ALL
         .iter()
         .enumerate()
         .map(|(c, &component)| AttributionRow {

@@ -2,11 +2,65 @@
 //! baseline, one function per mechanism (OOM kills, swap-in, reclaim,
 //! CPU contention, refaults, swap-out, compaction, system CPU, zones),
 //! each naming the numbers that point at it and ranked by the seconds of
-//! elapsed difference linked to it.
+//! elapsed difference linked to it. Mechanisms read measures and budget
+//! components by their typed keys (`Measure`, `Component`): a label is
+//! only printed, so a mechanism naming a measure the table lacks does
+//! not compile:
+//!
+//! ```compile_fail
+//! use vmtrace::analysis::Measure;
+//! let _ = Measure::NoSuchMeasure;
+//! ```
 
+use serde::Serialize;
+
+use super::Measure::{self, *};
+use super::attribution::Component;
 use super::{AttributionRow, GroupInfo, Hint, MetricRow};
+use crate::model::format::{fmt_count_short, fmt_secs};
 use crate::model::report::{RunReport, ZoneTypeCounts};
-use crate::view::format::{fmt_count_short, fmt_secs};
+
+/// A kind of cause a hint names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    OomKills,
+    Zswap,
+    FileReads,
+    SwapIn,
+    Reclaim,
+    CpuContention,
+    Refaults,
+    SwapOut,
+    Compaction,
+    SystemCpu,
+    Zones,
+}
+
+impl Mechanism {
+    /// As printed and serialised: for reading only.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::OomKills => "OOM kills",
+            Mechanism::Zswap => "zswap",
+            Mechanism::FileReads => "file reads",
+            Mechanism::SwapIn => "swap-in",
+            Mechanism::Reclaim => "reclaim",
+            Mechanism::CpuContention => "CPU contention",
+            Mechanism::Refaults => "refaults",
+            Mechanism::SwapOut => "swap-out",
+            Mechanism::Compaction => "compaction",
+            Mechanism::SystemCpu => "system CPU",
+            Mechanism::Zones => "zones",
+        }
+    }
+}
+
+/// Serialised as its name.
+impl Serialize for Mechanism {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
 
 /// What the mechanisms read: group `g` against the baseline.
 struct Evidence<'a> {
@@ -18,17 +72,17 @@ struct Evidence<'a> {
 }
 
 impl Evidence<'_> {
-    fn metric(&self, name: &str) -> Option<&MetricRow> {
-        self.metrics.iter().find(|m| m.name == name)
+    fn metric(&self, key: Measure) -> Option<&MetricRow> {
+        self.metrics.iter().find(|m| m.measure == key)
     }
 
     /// A cause is named only for a difference that is real: significant,
     /// or (one run per group) more than 5% of the metric's baseline.
-    fn real(&self, name: &str) -> bool {
-        if super::guards::guarded(self.metrics, name) {
+    fn real(&self, key: Measure) -> bool {
+        if super::guards::guarded(self.metrics, key) {
             return false;
         }
-        self.metric(name)
+        self.metric(key)
             .and_then(|m| m.changes[self.g - 1])
             .is_some_and(|c| {
                 if self.judgeable {
@@ -44,28 +98,26 @@ impl Evidence<'_> {
     /// never more than it, 0 for a component that moved against it.
     /// Mechanisms claim disjoint components, so together they never
     /// claim more than the difference either.
-    fn comp(&self, name: &str) -> f64 {
+    fn comp(&self, component: Component) -> f64 {
         self.attribution
             .iter()
-            .find(|a| a.component == name)
+            .find(|a| a.component == component)
             .map_or(0.0, |a| a.elapsed[self.g - 1])
     }
 
-    fn mean(&self, name: &str, grp: usize) -> Option<f64> {
-        self.metric(name)
-            .and_then(|m| m.groups[grp])
-            .map(|d| d.mean)
+    fn mean(&self, key: Measure, grp: usize) -> Option<f64> {
+        self.metric(key).and_then(|m| m.groups[grp]).map(|d| d.mean)
     }
 
     /// A metric's baseline mean `->` this group's.
-    fn pair(&self, name: &str, fmt: fn(f64) -> String) -> String {
-        if super::guards::guarded(self.metrics, name) {
+    fn pair(&self, key: Measure, fmt: fn(f64) -> String) -> String {
+        if super::guards::guarded(self.metrics, key) {
             return "(not comparable)".into();
         }
         format!(
             "{} -> {}",
-            self.mean(name, 0).map_or("-".into(), fmt),
-            self.mean(name, self.g).map_or("-".into(), fmt)
+            self.mean(key, 0).map_or("-".into(), fmt),
+            self.mean(key, self.g).map_or("-".into(), fmt)
         )
     }
 
@@ -75,22 +127,22 @@ impl Evidence<'_> {
     fn swaps_in(&self) -> bool {
         let split = [0, self.g]
             .iter()
-            .any(|&g| self.mean("swap-in faults", g).is_some());
+            .any(|&g| self.mean(SwapInFaults, g).is_some());
         let faults = if split {
-            self.real("swap-in faults")
+            self.real(SwapInFaults)
         } else {
-            self.real("major faults")
+            self.real(MajorFaults)
         };
-        faults || self.real("read from swap device")
+        faults || self.real(ReadFromSwapDevice)
     }
 
     /// zswap's stores or loads changed: the zswap mechanism then owns the
     /// swap-in time (block I/O waits, their system CPU), so that no two
     /// mechanisms claim the same seconds.
     fn zswap_moved(&self) -> bool {
-        ["zswap loads", "zswap stores"]
+        [ZswapLoads, ZswapStores]
             .iter()
-            .any(|m| self.real(m) || self.switched(m))
+            .any(|&m| self.real(m) || self.switched(m))
     }
 
     /// A counter that is 0 in every run of one group and above 0 in
@@ -98,11 +150,11 @@ impl Evidence<'_> {
     /// nothing can be judged): a feature switched on or off (zswap's
     /// counters are 0 with zswap off), which a t-test against a group of
     /// zeros cannot judge with few runs, nor a percentage from 0.
-    fn switched(&self, name: &str) -> bool {
-        if super::guards::guarded(self.metrics, name) {
+    fn switched(&self, key: Measure) -> bool {
+        if super::guards::guarded(self.metrics, key) {
             return false;
         }
-        let Some(m) = self.metric(name) else {
+        let Some(m) = self.metric(key) else {
             return false;
         };
         let (Some(a), Some(b)) = (m.groups[0], m.groups[self.g]) else {
@@ -144,11 +196,9 @@ pub(super) fn hints(
         system_cpu,
     ];
     let mut hints: Vec<Hint> = mechanisms.iter().filter_map(|m| m(&e)).collect();
-    if let Some(z) = zone_shift(&ok[0], &ok[g])
-        && super::guards::zone_shift_comparable(metrics, &z.text)
-    {
-        hints.push(z);
-    }
+    // Its shares come from pgalloc_/allocstall_ and --page-alloc, none
+    // of which a guard redefines (MGLRU changes scans, not allocations).
+    hints.extend(zone_shift(&ok[0], &ok[g]));
     hints.sort_by(|a, b| b.seconds.abs().total_cmp(&a.seconds.abs()));
     hints
 }
@@ -157,7 +207,7 @@ fn oom_kills(e: &Evidence) -> Option<Hint> {
     let (base, this) = (&e.groups[0], &e.groups[e.g]);
     let oom = (this.oom_killed as i64) - (base.oom_killed as i64);
     (oom > 0).then(|| Hint {
-        mechanism: "OOM kills",
+        mechanism: Mechanism::OomKills,
         seconds: f64::INFINITY,
         text: format!(
             "OOM kills: {} of {} runs killed (baseline {} of {})",
@@ -172,7 +222,7 @@ fn oom_kills(e: &Evidence) -> Option<Hint> {
 fn swap_in(e: &Evidence) -> Option<Hint> {
     let swap_in = e.swaps_in();
     // zswap names these swap-ins; file reads name block I/O of their own.
-    let blkio_is_swap = e.real("block I/O (delay acct)") && !e.real("file read faults");
+    let blkio_is_swap = e.real(BlockIoDelay) && !e.real(FileReadFaults);
     if e.zswap_moved() || (!swap_in && !blkio_is_swap) {
         return None;
     }
@@ -180,28 +230,28 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
     // waits for the reads: both are theirs.
     let mut text = format!(
         "swap-in: major faults {}, block I/O waits {}",
-        e.pair("major faults", fmt_count_short),
-        e.pair("block I/O (delay acct)", fmt_secs)
+        e.pair(MajorFaults, fmt_count_short),
+        e.pair(BlockIoDelay, fmt_secs)
     );
-    let mut seconds = e.comp("block I/O waits");
-    if swap_in && e.real("system CPU") {
-        text.push_str(&format!(", system CPU {}", e.pair("system CPU", fmt_secs)));
-        seconds += e.comp("other system CPU");
+    let mut seconds = e.comp(Component::BlockIoWaits);
+    if swap_in && e.real(SystemCpu) {
+        text.push_str(&format!(", system CPU {}", e.pair(SystemCpu, fmt_secs)));
+        seconds += e.comp(Component::OtherSystemCpu);
     }
-    if e.real("pages per swap read") {
+    if e.real(PagesPerSwapRead) {
         text.push_str(&format!(
             "; swap reads of {} pages each (readahead)",
-            e.pair("pages per swap read", |v| format!("{v:.1}"))
+            e.pair(PagesPerSwapRead, |v| format!("{v:.1}"))
         ));
     }
-    if e.real("swap read p99") {
+    if e.real(SwapReadP99) {
         text.push_str(&format!(
             "; swap read p99 {}",
-            e.pair("swap read p99", fmt_secs)
+            e.pair(SwapReadP99, fmt_secs)
         ));
     }
     Some(Hint {
-        mechanism: "swap-in",
+        mechanism: Mechanism::SwapIn,
         seconds,
         text,
     })
@@ -216,8 +266,7 @@ fn zswap(e: &Evidence) -> Option<Hint> {
     if !e.zswap_moved() {
         return None;
     }
-    let now =
-        |g| e.mean("zswap loads", g).unwrap_or(0.0) + e.mean("zswap stores", g).unwrap_or(0.0);
+    let now = |g| e.mean(ZswapLoads, g).unwrap_or(0.0) + e.mean(ZswapStores, g).unwrap_or(0.0);
     let lead = if now(e.g) >= now(0) {
         "swap-ins served from zswap"
     } else {
@@ -226,18 +275,18 @@ fn zswap(e: &Evidence) -> Option<Hint> {
     let mut text = format!(
         "{lead}: block I/O waits {}; zswap loads {}, stores {}; \
          swap device reads {} pages",
-        e.pair("block I/O (delay acct)", fmt_secs),
-        e.pair("zswap loads", fmt_count_short),
-        e.pair("zswap stores", fmt_count_short),
-        e.pair("read from swap device", fmt_count_short)
+        e.pair(BlockIoDelay, fmt_secs),
+        e.pair(ZswapLoads, fmt_count_short),
+        e.pair(ZswapStores, fmt_count_short),
+        e.pair(ReadFromSwapDevice, fmt_count_short)
     );
-    let mut seconds = e.comp("block I/O waits");
-    if e.real("system CPU") {
-        text.push_str(&format!(", system CPU {}", e.pair("system CPU", fmt_secs)));
-        seconds += e.comp("other system CPU");
+    let mut seconds = e.comp(Component::BlockIoWaits);
+    if e.real(SystemCpu) {
+        text.push_str(&format!(", system CPU {}", e.pair(SystemCpu, fmt_secs)));
+        seconds += e.comp(Component::OtherSystemCpu);
     }
     Some(Hint {
-        mechanism: "zswap",
+        mechanism: Mechanism::Zswap,
         seconds,
         text,
     })
@@ -247,88 +296,88 @@ fn zswap(e: &Evidence) -> Option<Hint> {
 /// never-read file pages: filemap_fault), not swap-ins; named apart so
 /// that a compile's re-read headers are not called swap-in.
 fn file_reads(e: &Evidence) -> Option<Hint> {
-    if !e.real("file read faults") {
+    if !e.real(FileReadFaults) {
         return None;
     }
     let text = format!(
         "file reads (page cache misses, not swap-ins): major faults \
          {}, of them file reads {}; file refaults {}; block I/O waits {}",
-        e.pair("major faults", fmt_count_short),
-        e.pair("file read faults", fmt_count_short),
-        e.pair("file refaults", fmt_count_short),
-        e.pair("block I/O (delay acct)", fmt_secs)
+        e.pair(MajorFaults, fmt_count_short),
+        e.pair(FileReadFaults, fmt_count_short),
+        e.pair(FileRefaults, fmt_count_short),
+        e.pair(BlockIoDelay, fmt_secs)
     );
     // Block I/O is theirs only when swap-ins (or zswap) did not change
     // as well: then it is swap-in's or zswap's.
     let seconds = if e.swaps_in() || e.zswap_moved() {
         0.0
     } else {
-        e.comp("block I/O waits")
+        e.comp(Component::BlockIoWaits)
     };
     Some(Hint {
-        mechanism: "file reads",
+        mechanism: Mechanism::FileReads,
         seconds,
         text,
     })
 }
 
 fn reclaim(e: &Evidence) -> Option<Hint> {
-    if !(e.real("reclaim stall time") || e.real("reclaim efficiency") || e.real("pages scanned")) {
+    if !(e.real(ReclaimStallTime) || e.real(ReclaimEfficiency) || e.real(PagesScanned)) {
         return None;
     }
     let mut text = format!(
         "reclaim: stalls {} ({}), efficiency {}",
-        e.pair("reclaim stall time", fmt_secs),
-        e.pair("reclaim stalls", fmt_count_short),
-        e.pair("reclaim efficiency", |v| format!("{v:.0}%"))
+        e.pair(ReclaimStallTime, fmt_secs),
+        e.pair(ReclaimStalls, fmt_count_short),
+        e.pair(ReclaimEfficiency, |v| format!("{v:.0}%"))
     );
     text.push_str(&format!(
         ", velocity {} pages/s",
-        e.pair("scan velocity", fmt_count_short)
+        e.pair(ScanVelocity, fmt_count_short)
     ));
-    if e.real("low-priority shrinks") {
+    if e.real(LowPriorityShrinks) {
         text.push_str(&format!(
             "; shrinks at priority <= 9: {}",
-            e.pair("low-priority shrinks", |v| format!("{v:.0}%"))
+            e.pair(LowPriorityShrinks, |v| format!("{v:.0}%"))
         ));
     }
     Some(Hint {
-        mechanism: "reclaim",
-        seconds: e.comp("reclaim (system CPU)"),
+        mechanism: Mechanism::Reclaim,
+        seconds: e.comp(Component::ReclaimCpu),
         text,
     })
 }
 
 fn cpu_contention(e: &Evidence) -> Option<Hint> {
-    if !(e.real("waiting for a CPU") || e.real("kswapd CPU") || e.real("kswapd awake")) {
+    if !(e.real(CpuWait) || e.real(KswapdCpu) || e.real(KswapdAwake)) {
         return None;
     }
     let mut text = format!(
         "CPU contention: waiting for a CPU {}",
-        e.pair("waiting for a CPU", fmt_secs)
+        e.pair(CpuWait, fmt_secs)
     );
-    if e.metric("kswapd CPU").is_some() {
+    if e.metric(KswapdCpu).is_some() {
         text.push_str(&format!(
             "; kswapd awake {}, CPU {}",
-            e.pair("kswapd awake", fmt_secs),
-            e.pair("kswapd CPU", fmt_secs)
+            e.pair(KswapdAwake, fmt_secs),
+            e.pair(KswapdCpu, fmt_secs)
         ));
     }
     Some(Hint {
-        mechanism: "CPU contention",
-        seconds: e.comp("waiting for a CPU"),
+        mechanism: Mechanism::CpuContention,
+        seconds: e.comp(Component::CpuWait),
         text,
     })
 }
 
 fn refaults(e: &Evidence) -> Option<Hint> {
-    (e.real("refaults") || e.real("thrashing (delay acct)")).then(|| Hint {
-        mechanism: "refaults",
+    (e.real(Refaults) || e.real(ThrashingDelay)).then(|| Hint {
+        mechanism: Mechanism::Refaults,
         seconds: 0.0,
         text: format!(
             "refaults (evicted pages needed again): {}, thrashing waits {}",
-            e.pair("refaults", fmt_count_short),
-            e.pair("thrashing (delay acct)", fmt_secs)
+            e.pair(Refaults, fmt_count_short),
+            e.pair(ThrashingDelay, fmt_secs)
         ),
     })
 }
@@ -338,46 +387,46 @@ fn refaults(e: &Evidence) -> Option<Hint> {
 /// because zswap's stores moved is zswap's doing (its hint names it),
 /// not a change in how much was swapped out.
 fn swap_out(e: &Evidence) -> Option<Hint> {
-    let device = !e.zswap_moved() && e.real("written to swap device");
-    if !(e.real("pages swapped out") || device || e.real("swap write p99")) {
+    let device = !e.zswap_moved() && e.real(WrittenToSwapDevice);
+    if !(e.real(PagesSwappedOut) || device || e.real(SwapWriteP99)) {
         return None;
     }
-    let to_device = e.pair("written to swap device", fmt_count_short);
+    let to_device = e.pair(WrittenToSwapDevice, fmt_count_short);
     // Recordings from before the split by backend have the device's only.
     let pages = if [0, e.g]
         .iter()
-        .any(|&g| e.mean("pages swapped out", g).is_some())
+        .any(|&g| e.mean(PagesSwappedOut, g).is_some())
     {
         format!(
             "{} pages, {to_device} of them to the swap device",
-            e.pair("pages swapped out", fmt_count_short)
+            e.pair(PagesSwappedOut, fmt_count_short)
         )
     } else {
         format!("{to_device} pages to the swap device")
     };
     Some(Hint {
-        mechanism: "swap-out",
+        mechanism: Mechanism::SwapOut,
         seconds: 0.0,
         text: format!(
             "swap-out: {pages}, write p99 {}",
-            e.pair("swap write p99", fmt_secs)
+            e.pair(SwapWriteP99, fmt_secs)
         ),
     })
 }
 
 fn compaction(e: &Evidence) -> Option<Hint> {
-    e.real("compaction").then(|| Hint {
-        mechanism: "compaction",
-        seconds: e.comp("compaction (system CPU)"),
-        text: format!("compaction: {}", e.pair("compaction", fmt_secs)),
+    e.real(Compaction).then(|| Hint {
+        mechanism: Mechanism::Compaction,
+        seconds: e.comp(Component::CompactionCpu),
+        text: format!("compaction: {}", e.pair(Compaction, fmt_secs)),
     })
 }
 
 fn system_cpu(e: &Evidence) -> Option<Hint> {
-    (e.real("system CPU") && !e.swaps_in() && !e.zswap_moved()).then(|| Hint {
-        mechanism: "system CPU",
-        seconds: e.comp("other system CPU"),
-        text: format!("system CPU: {}", e.pair("system CPU", fmt_secs)),
+    (e.real(SystemCpu) && !e.swaps_in() && !e.zswap_moved()).then(|| Hint {
+        mechanism: Mechanism::SystemCpu,
+        seconds: e.comp(Component::OtherSystemCpu),
+        text: format!("system CPU: {}", e.pair(SystemCpu, fmt_secs)),
     })
 }
 
@@ -412,7 +461,7 @@ fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
         }
     }
     (!parts.is_empty()).then(|| Hint {
-        mechanism: "zones",
+        mechanism: Mechanism::Zones,
         seconds: 0.0,
         text: format!("pressure shifted between zones: {}", parts.join("; ")),
     })
@@ -504,10 +553,10 @@ mod tests {
         let a: Vec<RunReport> = (0..3).map(|i| run(false, i)).collect();
         let b: Vec<RunReport> = (0..3).map(|i| run(true, i)).collect();
         let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
-        let metrics = super::super::metrics::rows(&ok);
+        let metrics = super::super::measures::rows(&ok);
         let e = b_vs_a(&metrics, true);
         let h = zswap(&e).expect("a zswap mechanism");
-        assert_eq!(h.mechanism, "zswap");
+        assert_eq!(h.mechanism, Mechanism::Zswap);
         assert!(
             h.text
                 .starts_with("swap-ins served from zswap: block I/O waits 1.9"),
@@ -523,12 +572,12 @@ mod tests {
         // significant t-test, but zswap was switched on in every run.
         let b2 = [run(true, 0), run(true, 40_000)];
         let ok = vec![a.iter().collect::<Vec<_>>(), b2.iter().collect()];
-        let metrics = super::super::metrics::rows(&ok);
+        let metrics = super::super::measures::rows(&ok);
         let e = Evidence {
             metrics: &metrics,
             ..e
         };
-        assert!(!e.real("zswap stores") && e.switched("zswap stores"));
+        assert!(!e.real(ZswapStores) && e.switched(ZswapStores));
         assert!(zswap(&e).is_some() && swap_in(&e).is_none());
     }
 
@@ -563,14 +612,14 @@ mod tests {
         };
         let (a, b) = ([run(false)], [run(true)]);
         let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
-        let metrics = super::super::metrics::rows(&ok);
+        let metrics = super::super::measures::rows(&ok);
         let e = b_vs_a(&metrics, false);
-        let mean = |name: &str, g: usize| e.mean(name, g).expect(name);
-        assert_eq!(mean("pages swapped out", 0), 184_430.0);
-        assert_eq!(mean("pages swapped out", 1), 184_000.0);
-        assert_eq!(mean("written to swap device", 1), 0.0);
-        assert_eq!(mean("pages swapped in", 1), 159_600.0);
-        assert!(e.real("written to swap device") && !e.real("pages swapped out"));
+        let mean = |key: Measure, g: usize| e.mean(key, g).expect("a mean");
+        assert_eq!(mean(PagesSwappedOut, 0), 184_430.0);
+        assert_eq!(mean(PagesSwappedOut, 1), 184_000.0);
+        assert_eq!(mean(WrittenToSwapDevice, 1), 0.0);
+        assert_eq!(mean(PagesSwappedIn, 1), 159_600.0);
+        assert!(e.real(WrittenToSwapDevice) && !e.real(PagesSwappedOut));
         let h = zswap(&e).expect("zswap named with one run each");
         assert!(
             h.text.starts_with("swap-ins served from zswap"),

@@ -9,7 +9,7 @@ use super::{GroupInfo, GroupInput};
 use crate::{model::recording::Recording, model::report::RunReport};
 
 /// Whether a run completed: only those count in the statistics.
-pub(super) fn completed(r: &RunReport) -> bool {
+pub fn completed(r: &RunReport) -> bool {
     r.exit.code == Some(0) && !r.exit.oom_killed && !r.exit.interrupted
 }
 
@@ -74,7 +74,7 @@ fn memory_limit_difference(first: &Recording, rec: &Recording) -> Option<String>
             .and_then(|run| run.report.membox.as_ref())
             .and_then(|b| b.mem_limit_bytes)
     };
-    let h = |l: Option<u64>| l.map_or("none".into(), crate::view::format::human);
+    let h = |l: Option<u64>| l.map_or("none".into(), crate::model::format::human);
     (limit(first) != limit(rec)).then(|| {
         format!(
             "different memory limits: {} vs {}",
