@@ -2,8 +2,10 @@
 //! recording. Depends on nothing above it; every view reads only this.
 
 pub mod counters;
+pub mod format;
 pub mod histogram;
 pub mod membox;
+pub mod probes;
 pub mod recording;
 pub mod report;
 pub mod sample;

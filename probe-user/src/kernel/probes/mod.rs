@@ -6,8 +6,9 @@ mod catalogue;
 mod load;
 mod plan;
 
+pub use crate::model::probes::Listed;
 pub use catalogue::{
     CATALOGUE, FieldUse, Hook, KernelTypes, MemberUse, Metric, MetricId, OptIn, Program,
 };
 pub use load::{Layout, Probes, ProgramStats, attach};
-pub use plan::{Listed, Plan, listing, plan};
+pub use plan::{Plan, listing, plan};

@@ -9,6 +9,7 @@ use vmtrace_common::{Field, Fields};
 
 use super::catalogue::{CATALOGUE, Hook, KernelTypes, MetricId, OptIn, Program};
 use crate::kernel::tracefs::TraceFs;
+use crate::model::probes::Listed;
 
 /// What the running kernel offers, and what we will therefore attach.
 #[derive(Debug, Default)]
@@ -208,20 +209,6 @@ fn resolve_members(
     Ok(())
 }
 
-/// One metric as `vmtrace probes` lists it.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Listed {
-    pub id: MetricId,
-    pub title: &'static str,
-    /// The hooks behind it, e.g. `tracepoint vmscan:mm_vmscan_direct_reclaim_end`.
-    pub hooks: Vec<String>,
-    /// The flag that turns it on, when it is off by default.
-    pub opt_in: Option<&'static str>,
-    pub available: bool,
-    /// Why not, when not.
-    pub reason: Option<String>,
-}
-
 /// Every metric of the catalogue and whether this kernel can run it.
 pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec<Listed>> {
     let plan = plan(tracefs, types, &[OptIn::FaultLatency, OptIn::PageAlloc])?;
@@ -234,7 +221,7 @@ pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec
                 .find(|(id, _)| *id == m.id)
                 .map(|(_, r)| r.clone());
             Listed {
-                id: m.id,
+                id: m.id.name(),
                 title: m.id.title(),
                 hooks: m
                     .programs

@@ -294,7 +294,7 @@ mod tests {
         assert!(text.contains("tracepoint vmscan:mm_vmscan_lru_shrink_inactive"));
         let fl = listed
             .iter()
-            .find(|m| m.id == MetricId::FaultLatency)
+            .find(|m| m.id == MetricId::FaultLatency.name())
             .expect("fl");
         assert!(!fl.available && fl.opt_in == Some("--fault-latency"));
         assert!(
@@ -308,7 +308,8 @@ mod tests {
                         MetricId::SwapIo,
                         MetricId::ReclaimStallers,
                     ]
-                    .contains(&m.id)
+                    .iter()
+                    .any(|id| id.name() == m.id)
                 })
                 .all(|m| m.available)
         );

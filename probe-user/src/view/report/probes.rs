@@ -1,10 +1,10 @@
 //! `vmtrace probes` as text: one block per metric (available or why
 //! not, its hooks), at most 72 columns.
 
-use crate::view::format::wrap;
+use crate::model::format::wrap;
 use std::fmt::Write as _;
 
-use crate::kernel::probes::Listed;
+use crate::model::probes::Listed;
 
 /// `vmtrace probes` as text: one block per metric, 72 columns.
 pub fn probes_text(kernel_release: &str, listed: &[Listed]) -> String {
