@@ -18,10 +18,10 @@ use vmtrace_common::Target;
 use crate::{
     kernel::probes,
     model::report::{Exit, RunReport},
+    session::interrupt::{Signals, runtime_with_signals},
     session::preflight,
     session::progress::{PROGRESS_HEADER, Progress},
     session::serve,
-    session::signals::{Signals, runtime_with_signals},
     session::tracer::{Tracer, Watch, Window},
 };
 

@@ -21,9 +21,9 @@ use crate::{
     kernel::probes,
     model::report::{BoxReport, CollectorCost, Exit, RunReport, Usage},
     session::bundled::resolve_bundled,
+    session::interrupt::{Signals, runtime_with_signals},
     session::preflight,
     session::progress::Progress,
-    session::signals::{Signals, runtime_with_signals},
     session::tracer::{Tracer, Watch, Window},
 };
 

@@ -159,7 +159,7 @@ impl Guest<'_> {
                 }
                 return Ok(Ended::Failed(status.code().unwrap_or(-1)));
             }
-            if let Some(sig) = crate::session::signals::take_pending() {
+            if let Some(sig) = crate::session::interrupt::take_pending() {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Ok(Ended::Interrupted(sig));
