@@ -10,7 +10,7 @@ use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs, views};
 use crate::{
     host::membox::BoxSpec,
     model::report::RunReport,
-    session::{attach::AttachOptions, guests, job, progress::Progress, run::RunOptions},
+    session::{attach::AttachOptions, guests, job, progress::Progress, run_options::RunOptions},
     view::report::RunsTable,
 };
 

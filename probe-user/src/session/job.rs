@@ -21,7 +21,8 @@ use crate::{
     session::attach::{AttachOptions, attach},
     session::bundled::{sweep, workload_of},
     session::preflight,
-    session::run::{RunOptions, run},
+    session::run::run,
+    session::run_options::RunOptions,
 };
 
 /// `vmtrace run`, whole.
