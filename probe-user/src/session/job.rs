@@ -14,9 +14,10 @@ use std::{
 use anyhow::Result;
 
 use crate::{
+    host::privilege::sudo_owner,
     host::proc::kernel_release,
     host::sysctl::SysctlOverride,
-    model::recording::{Environment, RecordedRun, Recording, Workload, sudo_owner},
+    model::recording::{Environment, RecordedRun, Recording, Workload},
     model::report::RunReport,
     session::attach::{AttachOptions, attach},
     session::bundled::{sweep, workload_of},
