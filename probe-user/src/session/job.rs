@@ -116,7 +116,7 @@ impl Switch {
     pub fn mglru(on: bool) -> Switch {
         Switch {
             flag: "--mglru",
-            path: "/sys/kernel/mm/lru_gen/enabled".into(),
+            path: crate::host::sysctl::MGLRU_SWITCH.into(),
             value: if on { "y" } else { "n" }.into(),
             missing: "no multi-gen LRU (CONFIG_LRU_GEN)",
         }
@@ -126,7 +126,7 @@ impl Switch {
     pub fn zswap(on: bool) -> Switch {
         Switch {
             flag: "--zswap",
-            path: "/sys/module/zswap/parameters/enabled".into(),
+            path: crate::host::sysctl::ZSWAP_SWITCH.into(),
             value: if on { "Y" } else { "N" }.into(),
             missing: "no zswap (CONFIG_ZSWAP)",
         }
