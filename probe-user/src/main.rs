@@ -2,8 +2,8 @@ use clap::Parser as _;
 
 fn main() {
     // Until `run`/`attach` have their handlers (or another subcommand
-    // releases them): see session::signals::hold_signals.
-    vmtrace::session::signals::hold_signals();
+    // releases them): see session::interrupt::hold_signals.
+    vmtrace::session::interrupt::hold_signals();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let argv = vmtrace::cli::hoist_bundled_options(std::env::args_os().collect());
     let cli = match vmtrace::cli::Cli::try_parse_from(argv) {

@@ -10,7 +10,7 @@ use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs, views};
 use crate::{
     host::membox::BoxSpec,
     model::report::RunReport,
-    session::{attach::AttachOptions, job, kernels, progress::Progress, run::RunOptions},
+    session::{attach::AttachOptions, guests, job, progress::Progress, run_options::RunOptions},
     view::report::RunsTable,
 };
 
@@ -47,11 +47,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         cli.command,
         Commands::Run(_) | Commands::Attach(_) | Commands::Kernels(_)
     ) {
-        crate::session::signals::release_signals();
+        crate::session::interrupt::release_signals();
     }
     match cli.command {
         Commands::Run(args) => run_command(args),
-        Commands::Kernels(args) => kernels::kernels(&kernels_options(args)),
+        Commands::Kernels(args) => guests::kernels(&kernels_options(args)),
         Commands::Workload { name, args } => crate::session::bundled::run_in_process(&name, args),
         Commands::Report { files, json } => views::report_command(&files, json),
         Commands::Attach(args) => attach_command(args),
@@ -177,8 +177,8 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn kernels_options(a: KernelsArgs) -> kernels::KernelsOptions {
-    kernels::KernelsOptions {
+fn kernels_options(a: KernelsArgs) -> guests::KernelsOptions {
+    guests::KernelsOptions {
         kernels: a.kernels,
         mem: a.mem,
         swap: a.swap,
@@ -188,14 +188,14 @@ fn kernels_options(a: KernelsArgs) -> kernels::KernelsOptions {
         repeat: a.repeat,
         timeout: Duration::from_secs(a.timeout.max(10)),
         accel: match a.accel.as_str() {
-            "kvm" => kernels::Accel::Kvm,
-            "tcg" => kernels::Accel::Tcg,
-            _ => kernels::Accel::Auto,
+            "kvm" => guests::Accel::Kvm,
+            "tcg" => guests::Accel::Tcg,
+            _ => guests::Accel::Auto,
         },
         storage: if a.storage == "9p" {
-            kernels::Storage::NineP
+            guests::Storage::NineP
         } else {
-            kernels::Storage::Image
+            guests::Storage::Image
         },
         out: a.out,
         command: a.command,

@@ -489,11 +489,10 @@ fn parse_sysctl(text: &str) -> Result<(String, String), String> {
     if name.is_empty() || name.contains("..") || name.starts_with('/') {
         return Err(format!("`{name}` is not a sysctl name; like vm.swappiness"));
     }
-    let path = std::path::Path::new("/proc/sys").join(name.replace('.', "/"));
-    if !path.is_file() {
+    if !crate::host::sysctl::exists(name) {
         return Err(format!(
             "this kernel has no sysctl {name} ({} does not exist)",
-            path.display()
+            crate::host::sysctl::path_of(name).display()
         ));
     }
     Ok((name.to_string(), value.trim().to_string()))

@@ -170,7 +170,7 @@ pub(super) fn export_command(
                     path.display()
                 )
             })?;
-            if let Some((uid, gid)) = crate::model::recording::sudo_owner() {
+            if let Some((uid, gid)) = crate::host::privilege::sudo_owner() {
                 let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
             }
         }

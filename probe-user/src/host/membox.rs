@@ -75,8 +75,7 @@ impl CgroupMounts {
     }
 
     pub fn read() -> Result<CgroupMounts> {
-        let text =
-            fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+        let text = crate::host::proc::read_mountinfo().context("reading /proc/self/mountinfo")?;
         Ok(CgroupMounts::parse(&text))
     }
 
@@ -570,7 +569,7 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
             }
         }
     }
-    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let swaps = crate::host::swapdev::read_proc_swaps().unwrap_or_default();
     let active: Vec<String> = crate::host::swapdev::parse_proc_swaps(&swaps);
     let mut files: Vec<PathBuf> = active.iter().map(PathBuf::from).collect();
     if let Ok(entries) = fs::read_dir(swap_dir) {

@@ -1,6 +1,8 @@
-//! Readers of the kernel's own counters in /proc and /sys: vmstat, PSI,
-//! zone names, kswapd's CPU time, the kernel release. What they parse
-//! into lives in the model.
+//! Readers of the kernel's own files in /proc and /sys: vmstat, the
+//! machine's PSI, zoneinfo, mountinfo, meminfo, cpuinfo, fdinfo, zswap's
+//! state, the possible NUMA nodes, the processes (/proc/PID/stat) and
+//! kswapd's CPU time, the kernel release. One reader per file; what they
+//! parse into, and most parsers, live in the model.
 
 use std::path::Path;
 
@@ -8,7 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::model::{
     counters::MTHP_KEY,
-    sample::{Psi, parse_psi},
+    sample::{Psi, ZoneSample, parse_psi, parse_zoneinfo},
     vmstat::VmStat,
 };
 
@@ -100,61 +102,120 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Zone names per node, in the kernel's zone index order, from
-/// /proc/zoneinfo (which lists empty zones too, so positions are ids).
-pub fn zone_names(zoneinfo: &str) -> Vec<(u32, Vec<String>)> {
-    let mut out: Vec<(u32, Vec<String>)> = Vec::new();
-    for line in zoneinfo.lines() {
-        let Some(rest) = line.strip_prefix("Node ") else {
-            continue;
-        };
-        let Some((node, zone)) = rest.split_once(", zone") else {
-            continue;
-        };
-        let Ok(node) = node.trim().parse::<u32>() else {
-            continue;
-        };
-        let zone = zone.trim().to_string();
-        match out.iter_mut().find(|(n, _)| *n == node) {
-            Some((_, zones)) => zones.push(zone),
-            None => out.push((node, vec![zone])),
-        }
-    }
-    out
+/// Every zone of /proc/zoneinfo (empty zones too: their position within
+/// their node is their zone id); empty when unreadable.
+pub fn read_zoneinfo() -> Vec<ZoneSample> {
+    std::fs::read_to_string("/proc/zoneinfo")
+        .map(|z| parse_zoneinfo(&z))
+        .unwrap_or_default()
+}
+
+/// /proc/self/mountinfo as it is now: the one reader of the file.
+pub fn read_mountinfo() -> std::io::Result<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+}
+
+/// /proc/meminfo as it is now (`model::recording::environment::
+/// meminfo_bytes` reads its values); None when unreadable.
+pub fn read_meminfo() -> Option<String> {
+    std::fs::read_to_string("/proc/meminfo").ok()
+}
+
+/// /proc/self/fdinfo/FD (a BPF program's run_time_ns and run_cnt, for
+/// one); empty when unreadable.
+pub fn read_fdinfo(fd: std::os::fd::RawFd) -> String {
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default()
+}
+
+/// /proc/cpuinfo as it is now; None when unreadable.
+pub fn read_cpuinfo() -> Option<String> {
+    std::fs::read_to_string("/proc/cpuinfo").ok()
+}
+
+/// Whether zswap is on (/sys/module/zswap/parameters/enabled `Y`);
+/// None on a kernel without zswap.
+pub fn zswap_enabled() -> Option<bool> {
+    std::fs::read_to_string(crate::host::sysctl::ZSWAP_SWITCH)
+        .ok()
+        .map(|s| s.trim().starts_with('Y'))
+}
+
+/// The highest possible NUMA node id
+/// (/sys/devices/system/node/possible); None when unreadable.
+pub fn highest_possible_node() -> Option<u32> {
+    std::fs::read_to_string("/sys/devices/system/node/possible")
+        .ok()
+        .and_then(|s| parse_id_list_max(s.trim()))
+}
+
+/// The largest id in a kernel list like `0-3,8`.
+pub fn parse_id_list_max(list: &str) -> Option<u32> {
+    list.split(',')
+        .filter_map(|part| part.rsplit('-').next()?.trim().parse().ok())
+        .max()
+}
+
+/// What vmtrace reads of a /proc/PID/stat line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    pub ppid: u32,
+    /// The task's name; it may hold spaces and `)`.
+    pub comm: String,
+    /// utime + stime, in clock ticks (0 where missing).
+    pub cpu_ticks: u64,
+}
+
+/// Parses a /proc/PID/stat line: `pid (comm) state ppid ...`, comm
+/// between the first `(` and the last `)`.
+pub fn parse_stat(stat: &str) -> Option<ProcStat> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let f: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    let ppid = f.get(1)?.parse().ok()?;
+    // After ')': state is field 3, utime 14, stime 15 (1-based).
+    let ticks = |i: usize| {
+        f.get(i - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Some(ProcStat {
+        ppid,
+        comm,
+        cpu_ticks: ticks(14) + ticks(15),
+    })
+}
+
+/// Every process (and kernel thread) now: (pid, its /proc/PID/stat).
+pub fn processes() -> Vec<(u32, ProcStat)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            Some((pid, parse_stat(&stat)?))
+        })
+        .collect()
+}
+
+/// Whether a process with this pid exists now (/proc/PID).
+pub fn pid_exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// CPU time (user + system, seconds) of every kswapd thread, by node.
 pub fn kswapd_cpu() -> Vec<(u32, f64)> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": comm may hold spaces; split at ')'.
-        let Some((head, tail)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let Some(node) = head
-            .split_once('(')
-            .and_then(|(_, comm)| comm.strip_prefix("kswapd"))
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let f: Vec<&str> = tail.split_whitespace().collect();
-        // After ')': state is field 3, utime 14, stime 15 (1-based).
-        let ticks = |i: usize| {
-            f.get(i - 3)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        out.push((node, (ticks(14) + ticks(15)) as f64 / hz));
-    }
+    let mut out: Vec<(u32, f64)> = processes()
+        .into_iter()
+        .filter_map(|(_, s)| {
+            let node = s.comm.strip_prefix("kswapd")?.parse::<u32>().ok()?;
+            Some((node, s.cpu_ticks as f64 / hz))
+        })
+        .collect();
     out.sort_by_key(|(n, _)| *n);
     out
 }
@@ -164,26 +225,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zone_names_follow_zoneinfo_order() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
-        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
-            let text =
-                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
-            let zones = zone_names(&text);
-            assert_eq!(zones.len(), 1, "{release}: {zones:?}");
-            let (node, names) = &zones[0];
-            assert_eq!(*node, 0);
-            assert_eq!(&names[..3], ["DMA", "DMA32", "Normal"], "{release}");
-        }
-        let two =
-            "Node 0, zone   Normal\n  pages free 1\nNode 1, zone      DMA\nNode 1, zone   Normal\n";
-        assert_eq!(
-            zone_names(two),
-            vec![
-                (0, vec!["Normal".to_string()]),
-                (1, vec!["DMA".into(), "Normal".into()])
-            ]
-        );
+    fn node_list_max() {
+        assert_eq!(parse_id_list_max("0"), Some(0));
+        assert_eq!(parse_id_list_max("0-3,8"), Some(8));
+        assert_eq!(parse_id_list_max("0-1"), Some(1));
+        assert_eq!(parse_id_list_max(""), None);
+    }
+
+    #[test]
+    fn this_machines_files_read() {
+        let zones = read_zoneinfo();
+        assert!(zones.iter().any(|z| z.managed > 0), "{zones:?}");
+        assert!(read_mountinfo().is_ok_and(|m| m.contains(" / ")));
+        assert!(read_meminfo().is_some_and(|m| m.contains("MemTotal:")));
+        assert!(highest_possible_node().is_some());
+    }
+
+    #[test]
+    fn stat_lines_with_odd_names() {
+        let stat = |ppid, comm: &str, cpu_ticks| {
+            Some(ProcStat {
+                ppid,
+                comm: comm.into(),
+                cpu_ticks,
+            })
+        };
+        assert_eq!(parse_stat("42 (cc1) S 41 42 41 0 -1"), stat(41, "cc1", 0));
+        assert_eq!(parse_stat("7 (a (b) c) R 1 7 7"), stat(1, "a (b) c", 0));
+        let kswapd = "91 (kswapd0) S 2 0 0 0 -1 2129984 0 0 0 0 1234 567 0 0 20 0 1 0";
+        assert_eq!(parse_stat(kswapd), stat(2, "kswapd0", 1801));
+        assert_eq!(parse_stat("garbage"), None);
+        assert!(pid_exists(std::process::id()));
     }
 
     #[test]

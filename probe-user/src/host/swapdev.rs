@@ -2,7 +2,8 @@
 //! I/O from other I/O on the same disk: a swap partition is one range; a
 //! swapfile is its extents (FIEMAP), shifted by its partition's start.
 //! Ranges are in 512-byte sectors of the whole disk, the way the block
-//! tracepoints report requests.
+//! tracepoints report requests. And what backs each active swap area
+//! (its block device, a swapfile's file system) for the report.
 
 use std::{
     fs,
@@ -13,14 +14,65 @@ use std::{
 use anyhow::{Context, Result, bail};
 use vmtrace_common::{MAX_SWAP_EXTENTS, SwapExtent, SwapExtents};
 
-/// The active swap areas (paths) of /proc/swaps text.
+use crate::model::{
+    recording::environment::{fs_type_of, parse_swaps},
+    report::SwapArea,
+};
+
+/// /proc/swaps as it is now: the one reader of the file.
+pub fn read_proc_swaps() -> std::io::Result<String> {
+    fs::read_to_string("/proc/swaps")
+}
+
+/// The active swap areas (paths) of /proc/swaps text (`parse_swaps`'s
+/// names, /proc/swaps's \040 escapes undone).
 pub fn parse_proc_swaps(text: &str) -> Vec<String> {
-    text.lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().next())
-        // /proc/swaps escapes spaces etc. as \040; keep it simple.
-        .map(|p| p.replace("\\040", " "))
+    parse_swaps(text)
+        .into_iter()
+        .map(|d| d.name.replace("\\040", " "))
         .collect()
+}
+
+/// The active swap areas as they are now, with their devices and, for
+/// swapfiles, the file system (the report's swap destinations).
+pub fn swap_areas() -> Vec<SwapArea> {
+    let mountinfo = crate::host::proc::read_mountinfo().unwrap_or_default();
+    read_proc_swaps()
+        .map(|t| swap_areas_of(&t, &mountinfo))
+        .unwrap_or_default()
+}
+
+/// The active swap areas of /proc/swaps text, with their devices and,
+/// for swapfiles, the file system (from /proc/self/mountinfo text).
+fn swap_areas_of(swaps: &str, mountinfo: &str) -> Vec<SwapArea> {
+    parse_swaps(swaps)
+        .into_iter()
+        .map(|d| {
+            // /proc/swaps escapes spaces as \040.
+            let path = d.name.replace("\\040", " ");
+            let file = d.kind == "file";
+            let dev = fs::metadata(&path)
+                .ok()
+                .map(|m| if file { m.dev() } else { m.rdev() });
+            SwapArea {
+                device: dev.and_then(block_name),
+                filesystem: if file {
+                    fs_type_of(mountinfo, Path::new(&path))
+                } else {
+                    None
+                },
+                path,
+                kind: d.kind,
+            }
+        })
+        .collect()
+}
+
+/// The kernel's name of a block device (`sda2`, `zram0`, `dm-1`).
+fn block_name(dev: u64) -> Option<String> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let link = fs::read_link(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
 /// The disk ranges of every active swap area; `truncated` when there were
@@ -34,7 +86,7 @@ pub struct SwapLayout {
 
 impl SwapLayout {
     pub fn read() -> Result<SwapLayout> {
-        let text = fs::read_to_string("/proc/swaps").context("reading /proc/swaps")?;
+        let text = read_proc_swaps().context("reading /proc/swaps")?;
         let mut layout = SwapLayout::default();
         for area in parse_proc_swaps(&text) {
             match area_extents(Path::new(&area)) {
@@ -234,6 +286,16 @@ mod tests {
             ["/var/tmp/vmtrace-1.swap", "/dev/sda2"]
         );
         assert!(parse_proc_swaps("Filename Type Size Used Priority\n").is_empty());
+        let swaps = "Filename Type Size Used Priority\n\
+                     /nonexistent/swapfile file 1048572 0 -2\n\
+                     /dev/zram0 partition 1048572 0 100\n";
+        let a = swap_areas_of(swaps, "");
+        assert_eq!(a.len(), 2);
+        assert_eq!(
+            (a[0].kind.as_str(), a[1].kind.as_str()),
+            ("file", "partition")
+        );
+        assert_eq!(a[0].device, None);
     }
 
     #[test]

@@ -21,6 +21,22 @@ use anyhow::{Context, Result, bail};
 // anyway).
 use crate::host::lock::{Lock, STATE_DIR};
 
+/// The multi-gen LRU's switch (`--mglru`; y, n or a capability mask).
+pub const MGLRU_SWITCH: &str = "/sys/kernel/mm/lru_gen/enabled";
+/// zswap's switch (`--zswap`; Y or N).
+pub const ZSWAP_SWITCH: &str = "/sys/module/zswap/parameters/enabled";
+
+/// The /proc/sys file of a sysctl (`vm.page-cluster` ->
+/// /proc/sys/vm/page-cluster).
+pub fn path_of(name: &str) -> PathBuf {
+    PathBuf::from("/proc/sys").join(name.replace('.', "/"))
+}
+
+/// Whether this kernel has the sysctl (its /proc/sys file exists).
+pub fn exists(name: &str) -> bool {
+    path_of(name).is_file()
+}
+
 /// Every state file: (pid of the vmtrace that wrote it, path).
 fn state_files() -> Vec<(String, PathBuf)> {
     let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
@@ -76,8 +92,7 @@ impl SysctlOverride {
     /// already has that value and no other vmtrace holds it (nothing to
     /// restore).
     pub fn set(name: &str, value: &str) -> Result<Option<SysctlOverride>> {
-        let path = PathBuf::from("/proc/sys").join(name.replace('.', "/"));
-        SysctlOverride::set_file(path, name, value)
+        SysctlOverride::set_file(path_of(name), name, value)
     }
 
     /// Sets a switch file elsewhere (sysfs: /sys/kernel/mm/lru_gen/enabled,

@@ -7,6 +7,8 @@
 //! Format: include/uapi/linux/btf.h (a header, a type section of
 //! variable-length records, a string section).
 
+use std::path::Path;
+
 use anyhow::{Result, bail};
 
 const MAGIC: u16 = 0xeb9f;
@@ -47,11 +49,19 @@ fn u32_at(d: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_le_bytes(d.get(off..off + 4)?.try_into().ok()?))
 }
 
+/// The running kernel's BTF.
+pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
 impl Btf {
     pub fn from_sys_fs() -> Result<Btf> {
-        let path = "/sys/kernel/btf/vmlinux";
-        let data = std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {path}: {e}"))?;
+        let data = Btf::read_blob(Path::new(VMLINUX))
+            .map_err(|e| anyhow::anyhow!("reading {VMLINUX}: {e}"))?;
         Btf::parse(&data)
+    }
+
+    /// The bytes of a BTF file (`VMLINUX`, or a copy the tests name).
+    pub fn read_blob(path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
     }
 
     /// Parses a little-endian BTF blob.

@@ -16,7 +16,7 @@ use crate::{
     kernel::probes::Probes,
     model::{
         counters::LruSizes,
-        sample::{Psi, Sample, parse_zoneinfo},
+        sample::{Psi, Sample},
         vmstat::VmStat,
     },
 };
@@ -345,17 +345,7 @@ pub fn monotonic_ns() -> u64 {
 
 /// Number of node ids worth reading: highest possible node + 1, capped.
 fn online_node_limit() -> u32 {
-    std::fs::read_to_string("/sys/devices/system/node/possible")
-        .ok()
-        .and_then(|s| parse_cpu_list_max(s.trim()))
-        .map_or(MAX_NODES, |max| (max + 1).min(MAX_NODES))
-}
-
-/// The largest id in a kernel list like `0-3,8`.
-fn parse_cpu_list_max(list: &str) -> Option<u32> {
-    list.split(',')
-        .filter_map(|part| part.rsplit('-').next()?.trim().parse().ok())
-        .max()
+    crate::host::proc::highest_possible_node().map_or(MAX_NODES, |max| (max + 1).min(MAX_NODES))
 }
 
 /// A time-series sample: what the maps hold now (already read), with
@@ -399,22 +389,7 @@ impl Sample {
             lru: LruSizes::from_snapshot(&now),
             allocstall: d.sum_prefixed("allocstall"),
             psi,
-            zones: std::fs::read_to_string("/proc/zoneinfo")
-                .map(|z| parse_zoneinfo(&z))
-                .unwrap_or_default(),
+            zones: crate::host::proc::read_zoneinfo(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_list_max() {
-        assert_eq!(parse_cpu_list_max("0"), Some(0));
-        assert_eq!(parse_cpu_list_max("0-3,8"), Some(8));
-        assert_eq!(parse_cpu_list_max("0-1"), Some(1));
-        assert_eq!(parse_cpu_list_max(""), None);
     }
 }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{sample::Sample, vmstat::VmStat};
+use crate::model::{sample::ZoneSample, vmstat::VmStat};
 
 /// One (node, zone): only figures whose source names both the node and
 /// the zone. kswapd wakeups are not here: mm_vmscan_wakeup_kswapd's zid
@@ -101,18 +101,19 @@ pub fn zone_type_counts(delta: &VmStat) -> Vec<ZoneTypeCounts> {
         .collect()
 }
 
-/// Zone names by zone index (the first node's zones in zoneinfo order;
-/// zoneinfo lists every zone type, populated or not, on every node).
-pub fn zone_names(samples: &[Sample]) -> Vec<String> {
-    let Some(s) = samples.iter().rev().find(|s| !s.zones.is_empty()) else {
-        return Vec::new();
-    };
-    let first = s.zones[0].node;
-    s.zones
-        .iter()
-        .filter(|z| z.node == first)
-        .map(|z| z.zone.clone())
-        .collect()
+/// Zone names per node, in the kernel's zone index order, nodes in
+/// zoneinfo order: /proc/zoneinfo lists every zone type, populated or
+/// not, on every node, so a name's position is its zone id. The one
+/// place zone names are taken from zoneinfo (`parse_zoneinfo`'s zones).
+pub fn zone_names(zones: &[ZoneSample]) -> Vec<(u32, Vec<String>)> {
+    let mut out: Vec<(u32, Vec<String>)> = Vec::new();
+    for z in zones {
+        match out.iter_mut().find(|(n, _)| *n == z.node) {
+            Some((_, names)) => names.push(z.zone.clone()),
+            None => out.push((z.node, vec![z.zone.clone()])),
+        }
+    }
+    out
 }
 
 /// The name of a reclaim's highest allowed zone index. The last zone
@@ -154,6 +155,30 @@ mod tests {
             (5, 2, 0)
         );
         assert_eq!((rows[1].pgalloc, rows[1].allocstall), (9, 3));
+    }
+
+    #[test]
+    fn zone_names_follow_zoneinfo_order() {
+        use crate::model::sample::parse_zoneinfo;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-formats");
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let text =
+                std::fs::read_to_string(dir.join(release).join("zoneinfo.txt")).expect("read");
+            let zones = zone_names(&parse_zoneinfo(&text));
+            assert_eq!(zones.len(), 1, "{release}: {zones:?}");
+            let (node, names) = &zones[0];
+            assert_eq!(*node, 0);
+            assert_eq!(&names[..3], ["DMA", "DMA32", "Normal"], "{release}");
+        }
+        let two =
+            "Node 0, zone   Normal\n  pages free 1\nNode 1, zone      DMA\nNode 1, zone   Normal\n";
+        assert_eq!(
+            zone_names(&parse_zoneinfo(two)),
+            vec![
+                (0, vec!["Normal".to_string()]),
+                (1, vec!["DMA".into(), "Normal".into()])
+            ]
+        );
     }
 
     #[test]

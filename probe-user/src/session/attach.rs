@@ -7,8 +7,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    os::unix::fs::MetadataExt,
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
@@ -16,12 +15,13 @@ use anyhow::{Context, Result, bail};
 use vmtrace_common::Target;
 
 use crate::{
+    host::{cgroupfs, proc},
     kernel::probes,
     model::report::{Exit, RunReport},
+    session::interrupt::{Signals, runtime_with_signals},
     session::preflight,
     session::progress::{PROGRESS_HEADER, Progress},
     session::serve,
-    session::signals::{Signals, runtime_with_signals},
     session::tracer::{Tracer, Watch, Window},
 };
 
@@ -54,8 +54,6 @@ pub struct Targets {
     pub text: String,
 }
 
-const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
-
 pub fn resolve(opts: &AttachOptions) -> Result<Targets> {
     let mut t = Targets {
         target: Target::EVERY_TASK,
@@ -63,7 +61,7 @@ pub fn resolve(opts: &AttachOptions) -> Result<Targets> {
     };
     let mut what = Vec::new();
     for &pid in &opts.pids {
-        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+        if pid == 0 || !proc::pid_exists(pid) {
             bail!("no process with pid {pid}; check it with `ps -p {pid}` (it may have exited)");
         }
         t.seed.push(pid);
@@ -81,24 +79,23 @@ pub fn resolve(opts: &AttachOptions) -> Result<Targets> {
         t.seed.extend(found);
     }
     for dir in &opts.cgroups {
-        if !dir.join("cgroup.procs").is_file() {
+        if !cgroupfs::is_cgroup(dir) {
             bail!(
                 "{} is not a cgroup (it has no cgroup.procs); give a directory under \
                  /sys/fs/cgroup",
                 dir.display()
             );
         }
-        if is_cgroup2(dir) && t.target.cgroup_id == 0 {
-            let id = std::fs::metadata(dir)
-                .with_context(|| format!("reading {}", dir.display()))?
-                .ino();
+        if cgroupfs::is_cgroup2(dir) && t.target.cgroup_id == 0 {
+            let id =
+                cgroupfs::cgroup_id(dir).with_context(|| format!("reading {}", dir.display()))?;
             t.target.cgroup_id = id;
             t.cgroup_dir = Some(dir.clone());
             what.push(format!("cgroup {} (id {id})", dir.display()));
         } else {
             // A v1 cgroup (or a second v2 one): its processes now and
             // what they fork.
-            let procs = cgroup_procs(dir);
+            let procs = cgroupfs::cgroup_procs(dir);
             what.push(format!(
                 "the {} processes of cgroup {}",
                 procs.len(),
@@ -119,46 +116,12 @@ pub fn resolve(opts: &AttachOptions) -> Result<Targets> {
     Ok(t)
 }
 
-fn is_cgroup2(dir: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: statfs fills a struct we own from a valid path.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0) && st.f_type as i64 == CGROUP2_SUPER_MAGIC
-}
-
-fn cgroup_procs(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
 /// Every process: (pid, parent pid, comm), from /proc/*/stat.
 fn process_table() -> Vec<(u32, u32, String)> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            parse_stat(&stat).map(|(ppid, comm)| (pid, ppid, comm))
-        })
+    proc::processes()
+        .into_iter()
+        .map(|(pid, s)| (pid, s.ppid, s.comm))
         .collect()
-}
-
-/// (ppid, comm) of a /proc/PID/stat line; comm may hold spaces and `)`.
-pub fn parse_stat(stat: &str) -> Option<(u32, String)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?.to_string();
-    let mut rest = stat.get(close + 1..)?.split_whitespace();
-    let _state = rest.next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    Some((ppid, comm))
 }
 
 fn processes_named(name: &str) -> Vec<u32> {
@@ -355,33 +318,16 @@ fn targets_alive(t: &Targets, probes: &probes::Probes) -> bool {
         return true;
     }
     if let Some(dir) = &t.cgroup_dir
-        && !cgroup_procs(dir).is_empty()
+        && !cgroupfs::cgroup_procs(dir).is_empty()
     {
         return true;
     }
-    t.target.by_pid != 0
-        && probes
-            .followed()
-            .iter()
-            .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
+    t.target.by_pid != 0 && probes.followed().iter().any(|&pid| proc::pid_exists(pid))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_with_odd_names() {
-        assert_eq!(
-            parse_stat("42 (cc1) S 41 42 41 0 -1"),
-            Some((41, "cc1".to_string()))
-        );
-        assert_eq!(
-            parse_stat("7 (a (b) c) R 1 7 7"),
-            Some((1, "a (b) c".to_string()))
-        );
-        assert_eq!(parse_stat("garbage"), None);
-    }
 
     #[test]
     fn descendants_follow_the_tree() {

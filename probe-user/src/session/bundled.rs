@@ -11,7 +11,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
-use crate::{model::recording::Workload, model::units::human, session::run::RunOptions};
+use crate::{model::recording::Workload, model::units::human, session::run_options::RunOptions};
 
 /// A bundled workload named by its bare name (`vmtrace run qsbench`) runs
 /// from this very binary (`vmtrace workload qsbench ...`), with its default

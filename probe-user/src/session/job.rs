@@ -14,14 +14,16 @@ use std::{
 use anyhow::Result;
 
 use crate::{
+    host::privilege::sudo_owner,
     host::proc::kernel_release,
     host::sysctl::SysctlOverride,
-    model::recording::{Environment, RecordedRun, Recording, Workload, sudo_owner},
+    model::recording::{Environment, RecordedRun, Recording, Workload},
     model::report::RunReport,
     session::attach::{AttachOptions, attach},
     session::bundled::{sweep, workload_of},
     session::preflight,
-    session::run::{RunOptions, run},
+    session::run::run,
+    session::run_options::RunOptions,
 };
 
 /// `vmtrace run`, whole.
@@ -114,7 +116,7 @@ impl Switch {
     pub fn mglru(on: bool) -> Switch {
         Switch {
             flag: "--mglru",
-            path: "/sys/kernel/mm/lru_gen/enabled".into(),
+            path: crate::host::sysctl::MGLRU_SWITCH.into(),
             value: if on { "y" } else { "n" }.into(),
             missing: "no multi-gen LRU (CONFIG_LRU_GEN)",
         }
@@ -124,7 +126,7 @@ impl Switch {
     pub fn zswap(on: bool) -> Switch {
         Switch {
             flag: "--zswap",
-            path: "/sys/module/zswap/parameters/enabled".into(),
+            path: crate::host::sysctl::ZSWAP_SWITCH.into(),
             value: if on { "Y" } else { "N" }.into(),
             missing: "no zswap (CONFIG_ZSWAP)",
         }

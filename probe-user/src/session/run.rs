@@ -16,43 +16,17 @@ use anyhow::{Context, Result, anyhow, bail};
 use vmtrace_common::Target;
 
 use crate::{
-    host::membox::{BoxSpec, MemBox},
+    host::membox::MemBox,
     host::privilege,
     kernel::probes,
     model::report::{BoxReport, CollectorCost, Exit, RunReport, Usage},
     session::bundled::resolve_bundled,
+    session::interrupt::{Signals, runtime_with_signals},
     session::preflight,
     session::progress::Progress,
-    session::signals::{Signals, runtime_with_signals},
+    session::run_options::RunOptions,
     session::tracer::{Tracer, Watch, Window},
 };
-
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    pub command: Vec<OsString>,
-    /// How reports name the command when it is not `command` itself (a
-    /// bundled workload: `qsbench -m 350`, not `vmtrace workload ...`).
-    pub label: Option<Vec<String>>,
-    pub spec: BoxSpec,
-    /// `--no-box`: no memory cgroup even for a bundled workload (whose
-    /// default box applies otherwise); the machine is the pressure.
-    pub no_box: bool,
-    pub fault_latency: bool,
-    /// Count page allocations per zone (a hot path).
-    pub page_alloc: bool,
-    /// Report each program's runs and run time (kernel.bpf_stats_enabled).
-    pub bpf_stats: bool,
-    /// Attach nothing: the same box and command, untraced (the baseline
-    /// that vmtrace's own cost, or another tracer's, is measured against).
-    pub no_probes: bool,
-    /// Run the command as root under sudo (otherwise it runs as the user
-    /// who ran sudo).
-    pub as_root: bool,
-    /// How to show progress on stderr while the command runs.
-    pub progress: Progress,
-    /// Time-series sampling interval.
-    pub interval: Duration,
-}
 
 pub struct RunOutcome {
     pub report: RunReport,

@@ -12,8 +12,7 @@
 use std::{
     collections::HashMap,
     net::SocketAddr,
-    os::unix::fs::MetadataExt,
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -26,9 +25,9 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use vmtrace_common::{Counter, Hist, ReclaimContext};
 
 use crate::{
-    host::membox::CgroupMounts,
+    host::{cgroupfs, membox::CgroupMounts, proc},
     kernel::{collect, probes::Probes},
-    model::{sample::parse_psi, vmstat::VmStat},
+    model::vmstat::VmStat,
     view::metrics::{self, CgroupRow, Exposition, Format, OVERFLOW_CGROUP},
 };
 
@@ -179,7 +178,7 @@ pub struct Exporter {
 
 impl Exporter {
     pub fn new(max_cgroups: u32) -> Exporter {
-        let cgroup2 = std::fs::read_to_string("/proc/self/mountinfo")
+        let cgroup2 = proc::read_mountinfo()
             .ok()
             .and_then(|m| CgroupMounts::parse(&m).v2);
         Exporter {
@@ -194,7 +193,7 @@ impl Exporter {
     fn walk(&mut self) {
         self.names.clear();
         if let Some(root) = self.cgroup2.clone() {
-            walk_cgroups(&root, &root, &mut self.names, 0);
+            cgroupfs::walk(&root, &root, &mut self.names, 0);
         }
         self.walked = Some(Instant::now());
     }
@@ -265,11 +264,8 @@ impl Exporter {
         }
         e.cgroups.sort_by(|a, b| a.name.cmp(&b.name));
         e.cgroups_expired = self.expired;
-        e.psi_us = std::fs::read_to_string("/proc/pressure/memory")
-            .ok()
-            .and_then(|t| parse_psi(&t))
-            .map(|p| (p.some_us, p.full_us));
-        let vmstat = VmStat::parse(&std::fs::read_to_string("/proc/vmstat").unwrap_or_default());
+        e.psi_us = proc::read_psi().map(|p| (p.some_us, p.full_us));
+        let vmstat = VmStat::read().unwrap_or_default();
         e.vmstat = metrics::VMSTAT_ITEMS
             .iter()
             .filter(|i| vmstat.0.contains_key(**i))
@@ -280,7 +276,7 @@ impl Exporter {
 
     fn cgroup_psi(&self, name: &str) -> Option<(u64, u64)> {
         let dir = self.cgroup2.as_ref()?.join(name.trim_start_matches('/'));
-        let p = parse_psi(&std::fs::read_to_string(dir.join("memory.pressure")).ok()?)?;
+        let p = cgroupfs::cgroup_psi(&dir)?;
         Some((p.some_us, p.full_us))
     }
 }
@@ -289,27 +285,6 @@ impl Exporter {
 /// sees the series from the start); others once they have a value.
 fn always_shown(h: Hist) -> bool {
     matches!(h, Hist::DirectReclaim | Hist::MemcgReclaim)
-}
-
-/// Deepest cgroup directory walked.
-const MAX_DEPTH: usize = 32;
-
-fn walk_cgroups(root: &Path, dir: &Path, names: &mut HashMap<u64, String>, depth: usize) {
-    if let Ok(m) = std::fs::metadata(dir) {
-        let rel = dir.strip_prefix(root).unwrap_or(dir);
-        names.insert(m.ino(), format!("/{}", rel.display()));
-    }
-    if depth >= MAX_DEPTH {
-        return;
-    }
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            walk_cgroups(root, &e.path(), names, depth + 1);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -332,19 +307,5 @@ mod tests {
         assert!(msg.contains("--serve-public"), "{msg}");
         assert!(!msg.contains('\n'));
         assert!(check(&opts("0.0.0.0:9000", true)).is_ok());
-    }
-
-    #[test]
-    fn a_walk_names_cgroups_by_their_inode() {
-        let dir = std::env::temp_dir().join(format!("vmtrace-walk-{}", std::process::id()));
-        let sub = dir.join("a").join("b");
-        std::fs::create_dir_all(&sub).expect("mkdir");
-        let mut names = HashMap::new();
-        walk_cgroups(&dir, &dir, &mut names, 0);
-        let ino = std::fs::metadata(&sub).expect("stat").ino();
-        assert_eq!(names.get(&ino).map(String::as_str), Some("/a/b"));
-        let root = std::fs::metadata(&dir).expect("stat").ino();
-        assert_eq!(names.get(&root).map(String::as_str), Some("/"));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -78,9 +78,7 @@ impl Tracer {
             eprintln!("vmtrace: notice: swap areas unreadable, swap I/O not timed: {e:#}");
             swapdev::SwapLayout::default()
         });
-        let zones = std::fs::read_to_string("/proc/zoneinfo")
-            .map(|z| sample::parse_zoneinfo(&z))
-            .unwrap_or_default();
+        let zones = crate::host::proc::read_zoneinfo();
         let layout = probes::Layout {
             target,
             swap: swap_layout.to_global(),
@@ -148,10 +146,10 @@ pub fn probe_listing() -> Result<Vec<probes::Listed>> {
 /// it is unreadable: the metrics that need it are off).
 fn kernel_btf() -> Option<crate::kernel::btf::Btf> {
     let path = std::env::var_os(BTF_ENV).map_or_else(
-        || "/sys/kernel/btf/vmlinux".into(),
+        || crate::kernel::btf::VMLINUX.into(),
         std::path::PathBuf::from,
     );
-    let data = match std::fs::read(&path) {
+    let data = match crate::kernel::btf::Btf::read_blob(&path) {
         Ok(d) => d,
         Err(e) => {
             eprintln!(
@@ -303,9 +301,7 @@ impl Window {
         let mut report = self.kernel_report(&mut d);
         let enabled = |id: MetricId| d.enabled.contains(&id);
         if enabled(MetricId::Kswapd) || enabled(MetricId::KswapdWakeups) {
-            let zones = std::fs::read_to_string("/proc/zoneinfo")
-                .map(|z| crate::host::proc::zone_names(&z))
-                .unwrap_or_default();
+            let zones = crate::model::zones::zone_names(&crate::host::proc::read_zoneinfo());
             report.add_kswapd(&d.totals, &self.kswapd_cpu(&d.kswapd_cpu_after), &zones);
         }
         if enabled(MetricId::Oom) {

@@ -25,7 +25,7 @@ fn zone_rows_equal_the_guests_own_counters_on_two_numa_nodes() {
     let _g = guard();
     let dir = fresh_scratch("zones");
     let out_dir = dir.join("k");
-    // /mnt: the guest's job directory (session/kernels/initramfs.rs).
+    // /mnt: the guest's job directory (session/guests/initramfs.rs).
     let job = format!(
         "echo never > /sys/kernel/mm/transparent_hugepage/enabled; \
          cat /proc/vmstat > /mnt/vmstat.before; cat /proc/zoneinfo > /mnt/zoneinfo.before; \

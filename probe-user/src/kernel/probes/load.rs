@@ -90,8 +90,7 @@ impl Probes {
                 let Some(Ok(fd)) = self.ebpf.program(p.name).map(|prog| prog.fd()) else {
                     continue;
                 };
-                let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
-                let info = std::fs::read_to_string(path).unwrap_or_default();
+                let info = crate::host::proc::read_fdinfo(fd.as_fd().as_raw_fd());
                 let field = |key: &str| -> u64 {
                     info.lines()
                         .find_map(|l| l.strip_prefix(key))

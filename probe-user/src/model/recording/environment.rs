@@ -1,9 +1,10 @@
 //! The machine a recording was made on: what a reviewer asks before
 //! believing a number (kernel, boot command line, CPUs, memory, swap, the
 //! VM sysctls, THP and mTHP, zswap, multi-gen LRU, the kernel's
-//! delay-accounting semantics, the job directory's file system). Read from
-//! a root directory so that tests can point it at a snapshot. Fields added
-//! later read as unknown from older recordings (serde defaults).
+//! delay-accounting semantics, the job directory's file system), and the
+//! pure parsers of the /proc and /sys text it is made from; reading the
+//! machine is `host::environment`'s. Fields added later read as unknown
+//! from older recordings (serde defaults).
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -138,52 +139,6 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
 }
 
 impl Environment {
-    /// Reads the running machine.
-    pub fn capture() -> Environment {
-        Environment::capture_at(Path::new("/"))
-    }
-
-    /// Reads a machine whose /proc and /sys are under `root`.
-    pub fn capture_at(root: &Path) -> Environment {
-        let read = |p: &str| {
-            std::fs::read_to_string(root.join(p))
-                .ok()
-                .map(|s| s.trim().to_string())
-        };
-        let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
-        let meminfo = read("proc/meminfo").unwrap_or_default();
-        let vm_sysctls = VM_SYSCTLS
-            .iter()
-            .filter_map(|name| Some((name.to_string(), read(&format!("proc/sys/vm/{name}"))?)))
-            .collect();
-        Environment {
-            hostname: read("proc/sys/kernel/hostname").unwrap_or_default(),
-            kernel_release: read("proc/sys/kernel/osrelease").unwrap_or_default(),
-            kernel_version: read("proc/version").unwrap_or_default(),
-            boot_cmdline: read("proc/cmdline").unwrap_or_default(),
-            cpu_model: cpu_model(&cpuinfo),
-            cpus: cpus(&cpuinfo),
-            mem_total_bytes: meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0),
-            swap_devices: parse_swaps(&read("proc/swaps").unwrap_or_default()),
-            vm_sysctls,
-            thp_enabled: read("sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected(&s)),
-            thp_defrag: read("sys/kernel/mm/transparent_hugepage/defrag").map(|s| selected(&s)),
-            zswap_enabled: read("sys/module/zswap/parameters/enabled"),
-            zswap_compressor: read("sys/module/zswap/parameters/compressor"),
-            mglru: read("sys/kernel/mm/lru_gen/enabled"),
-            mthp_enabled: mthp(&root.join("sys/kernel/mm/transparent_hugepage")),
-            delay_accounting: DelayAccounting::of_release(
-                &read("proc/sys/kernel/osrelease").unwrap_or_default(),
-            ),
-            job_fs: std::env::current_dir()
-                .ok()
-                .and_then(|cwd| fs_type_of(&read("proc/self/mountinfo").unwrap_or_default(), &cwd)),
-            guest_storage: std::env::var("VMTRACE_GUEST_STORAGE")
-                .ok()
-                .filter(|s| !s.is_empty()),
-        }
-    }
-
     /// The differences between two machines that make their runs hard to
     /// compare, one line each (empty: comparable).
     pub fn differences(&self, other: &Environment) -> Vec<String> {
@@ -246,22 +201,6 @@ pub fn mthp_line(m: &BTreeMap<String, String>) -> String {
     }
 }
 
-/// The selected mode of every hugepages-<size>kB/enabled under `dir`.
-fn mthp(dir: &Path) -> BTreeMap<String, String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return BTreeMap::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let size = name.strip_prefix("hugepages-")?.to_string();
-            let modes = std::fs::read_to_string(e.path().join("enabled")).ok()?;
-            Some((size, selected(modes.trim())))
-        })
-        .collect()
-}
-
 /// The file system type of the mount holding `path`, from the text of
 /// /proc/self/mountinfo: the longest mount point that is a prefix of it
 /// (the later of equal ones: it is mounted over the earlier).
@@ -289,7 +228,7 @@ pub fn fs_type_of(mountinfo: &str, path: &Path) -> Option<String> {
 }
 
 /// `always madvise [never]` -> `never`.
-fn selected(modes: &str) -> String {
+pub fn selected(modes: &str) -> String {
     modes
         .split_whitespace()
         .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
@@ -297,7 +236,8 @@ fn selected(modes: &str) -> String {
         .to_string()
 }
 
-fn cpu_model(cpuinfo: &str) -> String {
+/// The `model name` of /proc/cpuinfo text.
+pub fn cpu_model(cpuinfo: &str) -> String {
     cpuinfo
         .lines()
         .find_map(|l| {
@@ -307,7 +247,8 @@ fn cpu_model(cpuinfo: &str) -> String {
         .unwrap_or_default()
 }
 
-fn cpus(cpuinfo: &str) -> u32 {
+/// The number of `processor` entries of /proc/cpuinfo text.
+pub fn cpus(cpuinfo: &str) -> u32 {
     let n = cpuinfo
         .lines()
         .filter(|l| l.split(':').next().is_some_and(|k| k.trim() == "processor"))
@@ -406,18 +347,5 @@ mod tests {
         ] {
             assert_eq!(DelayAccounting::of_release(release), want, "{release}");
         }
-    }
-
-    #[test]
-    fn captures_this_machine() {
-        let env = Environment::capture();
-        assert!(!env.kernel_release.is_empty());
-        assert!(env.cpus >= 1);
-        assert!(env.mem_total_bytes > 0);
-        assert!(env.vm_sysctls.contains_key("swappiness"));
-        assert!(env.differences(&env).is_empty());
-        let mut other = env.clone();
-        other.cpus += 1;
-        assert_eq!(env.differences(&other).len(), 1);
     }
 }

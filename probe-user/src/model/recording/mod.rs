@@ -1,12 +1,12 @@
 //! The recording: everything a run measured, kept in one self-describing,
 //! versioned JSON file (docs/RECORDING.md) that `report`, `export` and
-//! `compare` read. Views read only this model, never the kernel.
+//! `compare` read. Views read only this model, never the kernel. The
+//! bytes are made and parsed here; the file itself is
+//! `host::recording_file`'s.
 
 pub mod environment;
 
 use std::{
-    fs,
-    io::Write,
     path::{Path, PathBuf},
     time::{SystemTime, UNIX_EPOCH},
 };
@@ -107,51 +107,16 @@ impl Recording {
         ))
     }
 
-    /// Writes the recording to `path` atomically (a temporary file in the
-    /// same directory, renamed over it), owned by `owner` when given (the
-    /// user who ran vmtrace through sudo).
-    pub fn write(&self, path: &Path, owner: Option<(u32, u32)>) -> Result<()> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let file_name = path
-            .file_name()
-            .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            file_name.to_string_lossy(),
-            std::process::id()
-        ));
-        let json = serde_json::to_vec(self).context("serialising the recording")?;
-        let written = (|| -> std::io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&json)?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            if let Some((uid, gid)) = owner {
-                std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
-            }
-            fs::rename(&tmp, path)
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            bail!(
-                "cannot write the recording to {}: {e}; choose another path with -o",
-                path.display()
-            );
-        }
-        Ok(())
+    /// The bytes of the recording file: its JSON and a newline (the
+    /// writer behind `host::recording_file`).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut json = serde_json::to_vec(self).context("serialising the recording")?;
+        json.push(b'\n');
+        Ok(json)
     }
 
-    /// Reads a recording; every failure is one line naming the file.
-    pub fn read(path: &Path) -> Result<Recording> {
-        let bytes = fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
-        Recording::from_bytes(&bytes).map_err(|e| anyhow!("{}: {e:#}", path.display()))
-    }
-
-    /// Parses a recording's bytes (the reader behind `read`, and what the
-    /// fuzz tests drive).
+    /// Parses a recording's bytes (the reader behind
+    /// `host::recording_file`, and what the fuzz tests drive).
     pub fn from_bytes(bytes: &[u8]) -> Result<Recording> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             bail!("empty file, not a vmtrace recording");
@@ -228,15 +193,6 @@ impl Recording {
     }
 }
 
-/// The user behind sudo (SUDO_UID/SUDO_GID), whose files vmtrace's output
-/// should be; None when not run through sudo or already that user.
-pub fn sudo_owner() -> Option<(u32, u32)> {
-    let uid: u32 = std::env::var("SUDO_UID").ok()?.parse().ok()?;
-    let gid: u32 = std::env::var("SUDO_GID").ok()?.parse().ok()?;
-    // SAFETY: geteuid has no preconditions.
-    (uid != unsafe { libc::geteuid() }).then_some((uid, gid))
-}
-
 /// (RFC 3339 `2026-11-30T03:04:05Z`, compact `20261130T030405Z`) of a time.
 pub fn utc(t: SystemTime) -> (String, String) {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -270,7 +226,7 @@ mod tests {
                 arguments: vec!["--mib".into(), "64".into()],
                 seed: Some(1),
             },
-            Environment::capture(),
+            Environment::default(),
         );
         let mut report = RunReport::default();
         let mut counts = vec![0u64; vmtrace_common::hist::BUCKETS];
@@ -312,19 +268,16 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_through_a_file() {
+    fn round_trips_through_bytes() {
         let rec = sample();
-        let dir = std::env::temp_dir().join(format!("vmtrace-rec-test-{}", std::process::id()));
-        fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join("r.vmtrace.json");
-        rec.write(&path, None).expect("writes");
-        let back = Recording::read(&path).expect("reads");
+        let bytes = rec.to_bytes().expect("serialises");
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        let back = Recording::from_bytes(&bytes).expect("parses");
         assert_eq!(
             serde_json::to_string(&back).expect("ser"),
             serde_json::to_string(&rec).expect("ser")
         );
         assert_eq!(back.runs[0].report.to_text(), rec.runs[0].report.to_text());
-        let _ = fs::remove_dir_all(&dir);
     }
 
     fn err_of(bytes: &[u8]) -> String {
@@ -363,27 +316,5 @@ mod tests {
             assert!(e.contains(want), "{e:?} lacks {want:?}");
             assert!(!e.contains('\n'), "{e:?} is not one line");
         }
-        let e = format!(
-            "{:#}",
-            Recording::read(Path::new("/nonexistent/r.vmtrace.json")).expect_err("fails")
-        );
-        assert!(
-            e.starts_with("cannot read /nonexistent/r.vmtrace.json"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unwritable_path_is_one_clear_error() {
-        let e = format!(
-            "{:#}",
-            sample()
-                .write(Path::new("/nonexistent-dir/r.vmtrace.json"), None)
-                .expect_err("fails")
-        );
-        assert!(
-            e.contains("/nonexistent-dir/r.vmtrace.json") && e.contains("-o"),
-            "{e}"
-        );
     }
 }

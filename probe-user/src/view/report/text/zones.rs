@@ -12,6 +12,7 @@ use crate::{
     model::format::write_wrapped,
     model::{
         report::{IsolateRow, RunReport, ZoneRow},
+        sample::Sample,
         zones::{ZoneTypeCounts, highest_zone_name, zone_names},
     },
 };
@@ -35,7 +36,19 @@ pub(super) fn zones(o: &mut String, report: &RunReport) -> Result {
     per_node(o, report)?;
     lru_sizes(o, report)?;
     per_type(o, types)?;
-    by_highest_zone(o, isolate, &zone_names(&report.timeline))
+    by_highest_zone(o, isolate, &names_by_index(&report.timeline))
+}
+
+/// Zone names by zone index: the first node's, from the last sample
+/// that has zones.
+fn names_by_index(timeline: &[Sample]) -> Vec<String> {
+    timeline
+        .iter()
+        .rev()
+        .find(|s| !s.zones.is_empty())
+        .and_then(|s| zone_names(&s.zones).into_iter().next())
+        .map(|(_, names)| names)
+        .unwrap_or_default()
 }
 
 /// Reclaim happened, all of it memcg reclaim: no direct reclaim stall

@@ -184,7 +184,7 @@ fn stopped(outcomes: &[Outcome]) -> bool {
         o.problem
             .as_deref()
             .is_some_and(|p| p.starts_with(INTERRUPTED))
-    }) || crate::session::signals::take_pending().is_some()
+    }) || crate::session::interrupt::take_pending().is_some()
 }
 
 /// The guest image, built once when a guest will boot with

@@ -159,7 +159,7 @@ impl Guest<'_> {
                 }
                 return Ok(Ended::Failed(status.code().unwrap_or(-1)));
             }
-            if let Some(sig) = crate::session::signals::take_pending() {
+            if let Some(sig) = crate::session::interrupt::take_pending() {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Ok(Ended::Interrupted(sig));
@@ -184,7 +184,7 @@ pub fn kvm_runs_stock_kernels() -> bool {
         .write(true)
         .open("/dev/kvm")
         .is_ok();
-    opens && cpu_has_virtualization(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+    opens && cpu_has_virtualization(&crate::host::proc::read_cpuinfo().unwrap_or_default())
 }
 
 /// vmx (Intel VT-x) or svm (AMD-V) among the flags of /proc/cpuinfo.

@@ -1,0 +1,90 @@
+//! Reads of cgroupfs outside the memory box (`membox` owns its own
+//! cgroup): whether a directory is a cgroup and of which version, its id
+//! and processes, a cgroup's memory pressure, and a walk naming every
+//! cgroup of the cgroup2 mount by id.
+
+use std::{collections::HashMap, os::unix::fs::MetadataExt, path::Path};
+
+use crate::model::sample::{Psi, parse_psi};
+
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
+/// Whether `dir` is a cgroup directory (v1 or v2): it has cgroup.procs.
+pub fn is_cgroup(dir: &Path) -> bool {
+    dir.join("cgroup.procs").is_file()
+}
+
+/// Whether `dir` lies on a cgroup2 file system.
+pub fn is_cgroup2(dir: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills a struct we own from a valid path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0) && st.f_type as i64 == CGROUP2_SUPER_MAGIC
+}
+
+/// A cgroup2 directory's id (its inode number).
+pub fn cgroup_id(dir: &Path) -> std::io::Result<u64> {
+    Ok(std::fs::metadata(dir)?.ino())
+}
+
+/// The processes in a cgroup now (cgroup.procs); empty when unreadable.
+pub fn cgroup_procs(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// The pressure totals of a cgroup2 directory's memory.pressure; None
+/// when it has none or it is gone.
+pub fn cgroup_psi(dir: &Path) -> Option<Psi> {
+    parse_psi(&std::fs::read_to_string(dir.join("memory.pressure")).ok()?)
+}
+
+/// Deepest cgroup directory walked.
+const MAX_DEPTH: usize = 32;
+
+/// Names every cgroup directory under `dir` (to `MAX_DEPTH`) by its
+/// inode, the cgroup id the kernel reports: its path under `root`, `/`
+/// for the root itself.
+pub fn walk(root: &Path, dir: &Path, names: &mut HashMap<u64, String>, depth: usize) {
+    if let Ok(m) = std::fs::metadata(dir) {
+        let rel = dir.strip_prefix(root).unwrap_or(dir);
+        names.insert(m.ino(), format!("/{}", rel.display()));
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(root, &e.path(), names, depth + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_names_cgroups_by_their_inode() {
+        let dir = std::env::temp_dir().join(format!("vmtrace-walk-{}", std::process::id()));
+        let sub = dir.join("a").join("b");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let mut names = HashMap::new();
+        walk(&dir, &dir, &mut names, 0);
+        let ino = cgroup_id(&sub).expect("stat");
+        assert_eq!(names.get(&ino).map(String::as_str), Some("/a/b"));
+        let root = cgroup_id(&dir).expect("stat");
+        assert_eq!(names.get(&root).map(String::as_str), Some("/"));
+        assert!(!is_cgroup(&dir) && !is_cgroup2(&dir));
+        assert!(cgroup_procs(&dir).is_empty() && cgroup_psi(&dir).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,115 @@
+//! The recording file on disk: written atomically (a temporary file in
+//! the same directory, synced, renamed over the target) and given to the
+//! user behind sudo, and read back with one-line errors naming the file.
+//! The bytes themselves are the model's (`Recording::to_bytes`,
+//! `Recording::from_bytes`).
+
+use std::{fs, io::Write, path::Path};
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::model::recording::Recording;
+
+impl Recording {
+    /// Writes the recording to `path` atomically (a temporary file in the
+    /// same directory, renamed over it), owned by `owner` when given (the
+    /// user who ran vmtrace through sudo).
+    pub fn write(&self, path: &Path, owner: Option<(u32, u32)>) -> Result<()> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let file_name = path
+            .file_name()
+            .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            file_name.to_string_lossy(),
+            std::process::id()
+        ));
+        let bytes = self.to_bytes()?;
+        let written = (|| -> std::io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            if let Some((uid, gid)) = owner {
+                std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
+            }
+            fs::rename(&tmp, path)
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            bail!(
+                "cannot write the recording to {}: {e}; choose another path with -o",
+                path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads a recording; every failure is one line naming the file.
+    pub fn read(path: &Path) -> Result<Recording> {
+        let bytes = fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+        Recording::from_bytes(&bytes).map_err(|e| anyhow!("{}: {e:#}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::recording::{Environment, RecordedRun, Workload};
+
+    fn sample() -> Recording {
+        let mut rec = Recording::new(
+            Workload {
+                name: "memhog".into(),
+                arguments: vec!["--mib".into(), "64".into()],
+                seed: Some(1),
+            },
+            Environment::capture(),
+        );
+        rec.runs.push(RecordedRun {
+            label: String::new(),
+            report: Default::default(),
+        });
+        rec
+    }
+
+    #[test]
+    fn round_trips_through_a_file() {
+        let rec = sample();
+        let dir = std::env::temp_dir().join(format!("vmtrace-rec-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("r.vmtrace.json");
+        rec.write(&path, None).expect("writes");
+        let back = Recording::read(&path).expect("reads");
+        assert_eq!(
+            serde_json::to_string(&back).expect("ser"),
+            serde_json::to_string(&rec).expect("ser")
+        );
+        assert!(fs::read(&path).expect("bytes").ends_with(b"}\n"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn unreadable_and_unwritable_paths_are_one_clear_error() {
+        let e = format!(
+            "{:#}",
+            Recording::read(Path::new("/nonexistent/r.vmtrace.json")).expect_err("fails")
+        );
+        assert!(
+            e.starts_with("cannot read /nonexistent/r.vmtrace.json"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            sample()
+                .write(Path::new("/nonexistent-dir/r.vmtrace.json"), None)
+                .expect_err("fails")
+        );
+        assert!(
+            e.contains("/nonexistent-dir/r.vmtrace.json") && e.contains("-o"),
+            "{e}"
+        );
+    }
+}
