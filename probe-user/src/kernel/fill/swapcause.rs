@@ -9,28 +9,26 @@ use std::{fs, os::unix::fs::MetadataExt, path::Path};
 
 use crate::model::{
     recording::environment::{fs_type_of, meminfo_bytes, parse_swaps},
-    report::{RunReport, SwapArea, SwapCauses},
+    report::{SwapArea, SwapCauses},
     vmstat::VmStat,
 };
 
-impl RunReport {
-    /// `swap_causes` from the window's /proc/vmstat delta and the
-    /// machine's zswap and swap areas as they are now.
-    pub fn add_swap_causes(&mut self, delta: &VmStat) {
-        let mut c = SwapCauses::from_delta(delta);
-        c.zswap_enabled = fs::read_to_string("/sys/module/zswap/parameters/enabled")
-            .ok()
-            .map(|s| s.trim().starts_with('Y'));
-        if let Ok(meminfo) = fs::read_to_string("/proc/meminfo") {
-            c.zswap_pool_bytes = meminfo_bytes(&meminfo, "Zswap");
-            c.zswapped_bytes = meminfo_bytes(&meminfo, "Zswapped");
-        }
-        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        c.swap_areas = fs::read_to_string("/proc/swaps")
-            .map(|t| swap_areas(&t, &mountinfo))
-            .unwrap_or_default();
-        self.swap_causes = Some(c);
+/// `swap_causes` from the window's /proc/vmstat delta and the machine's
+/// zswap and swap areas as they are now.
+pub(super) fn swap_causes(delta: &VmStat) -> SwapCauses {
+    let mut c = SwapCauses::from_delta(delta);
+    c.zswap_enabled = fs::read_to_string("/sys/module/zswap/parameters/enabled")
+        .ok()
+        .map(|s| s.trim().starts_with('Y'));
+    if let Ok(meminfo) = fs::read_to_string("/proc/meminfo") {
+        c.zswap_pool_bytes = meminfo_bytes(&meminfo, "Zswap");
+        c.zswapped_bytes = meminfo_bytes(&meminfo, "Zswapped");
     }
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    c.swap_areas = fs::read_to_string("/proc/swaps")
+        .map(|t| swap_areas(&t, &mountinfo))
+        .unwrap_or_default();
+    c
 }
 
 /// The active swap areas of /proc/swaps text, with their devices and,

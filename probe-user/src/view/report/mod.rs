@@ -100,8 +100,12 @@ mod tests {
     use super::text::hist::power_of_two_rows;
     use super::*;
     use crate::{
-        kernel::{collect::KernelTotals, probes::MetricId},
-        model::report::*,
+        kernel::{
+            collect::KernelTotals,
+            fill::{Readings, Traced, fill},
+            probes::MetricId,
+        },
+        model::{report::*, vmstat::VmStat},
     };
     use vmtrace_common::{
         Counter, Hist, ReclaimContext,
@@ -164,7 +168,59 @@ mod tests {
             )],
             ..Default::default()
         };
-        let mut r = RunReport {
+        // Every metric ran but direct reclaim and those without a row in
+        // the totals; the process table holds the OOM victim.
+        let skipped = [
+            MetricId::DirectReclaim,
+            MetricId::Kswapd,
+            MetricId::KswapdWakeups,
+            MetricId::SwapIo,
+        ];
+        let traced = Traced {
+            enabled: MetricId::ALL
+                .into_iter()
+                .filter(|id| !skipped.contains(id))
+                .collect(),
+            totals: KernelTotals {
+                processes: vec![(
+                    4242,
+                    vmtrace_common::ProcFaults {
+                        comm,
+                        threads: 1,
+                        ..Default::default()
+                    },
+                )],
+                ..totals
+            },
+            unavailable: vec![Unavailable {
+                metric: "direct_reclaim".into(),
+                reason: "this kernel has no tracepoint vmscan:mm_vmscan_direct_reclaim_begin \
+                         and the reason is long enough to need wrapping"
+                    .into(),
+            }],
+            partial: vec![Unavailable {
+                metric: "oom".into(),
+                reason: "oom:mark_victim has no field anon_rss (shown as 0)".into(),
+            }],
+            oom_victims: vec![vmtrace_common::OomVictim {
+                time_ns: 2_500_000_000,
+                pid: 4242,
+                target: 1,
+                comm,
+                anon_rss_kb: 65280,
+                ..Default::default()
+            }],
+            started_mono_ns: 1_000_000_000,
+            ..Default::default()
+        };
+        let vmstat = VmStat::default();
+        let filled = fill(Readings {
+            before: &vmstat,
+            after: &vmstat,
+            wall_s: 0.0,
+            traced: Some(traced),
+        });
+        RunReport {
             vmtrace_version: "0.1.0".into(),
             kernel_release: "6.18.44".into(),
             command: vec!["memhog".into(), "--mib".into(), "384".into()],
@@ -175,32 +231,10 @@ mod tests {
                 oom_killed: true,
                 interrupted: false,
             },
-            unavailable: vec![Unavailable {
-                metric: "direct_reclaim".into(),
-                reason: "this kernel has no tracepoint vmscan:mm_vmscan_direct_reclaim_begin \
-                         and the reason is long enough to need wrapping"
-                    .into(),
-            }],
-            ..Default::default()
-        };
-        r.partial = vec![Unavailable {
-            metric: "oom".into(),
-            reason: "oom:mark_victim has no field anon_rss (shown as 0)".into(),
-        }];
-        r.add_kernel_totals(&totals, &|id| id != MetricId::DirectReclaim);
-        r.add_oom_victims(
-            &[vmtrace_common::OomVictim {
-                time_ns: 2_500_000_000,
-                pid: 4242,
-                target: 1,
-                comm,
-                anon_rss_kb: 65280,
-                ..Default::default()
-            }],
-            1_000_000_000,
-            Some(&[4242]),
-        );
-        r
+            // The machine's zswap and swap areas: not this test's.
+            swap_causes: None,
+            ..filled
+        }
     }
 
     #[test]
