@@ -119,7 +119,7 @@ fn run_command(args: RunArgs) -> Result<i32> {
     };
     let done = job::run_job(&opts, |report, total| {
         if !json {
-            print!("{}", report.to_text());
+            print!("{}", crate::view::report::to_text(report));
             if total > 1 {
                 println!();
             }
@@ -169,7 +169,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         if json {
             println!("{}", serde_json::to_string_pretty(report)?);
         } else {
-            print!("{}", report.to_text());
+            print!("{}", crate::view::report::to_text(report));
         }
         Ok(())
     })?;

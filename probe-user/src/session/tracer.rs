@@ -19,13 +19,13 @@ use crate::{
     host::swapdev,
     host::sysctl::SysctlOverride,
     kernel::collect,
+    kernel::fill,
     kernel::probes::{self, MetricId},
     kernel::tracefs::{MountGuard, TraceFs},
     model::histogram,
-    model::report::{ProgramCost, RunReport, Unavailable, Usage, VmstatDelta},
+    model::report::{ProgramCost, RunReport, Unavailable},
     model::sample,
     model::vmstat::VmStat,
-    model::zones::zone_type_counts,
     session::progress::{self, Progress},
 };
 
@@ -183,19 +183,6 @@ pub struct Window {
     bpf_stats_guard: Option<SysctlOverride>,
 }
 
-/// What the probes held when the window closed, read before they were
-/// detached.
-struct Detached {
-    wall: Duration,
-    after: VmStat,
-    kswapd_cpu_after: Vec<(u32, f64)>,
-    totals: collect::KernelTotals,
-    program_costs: Option<Vec<ProgramCost>>,
-    misses: Vec<(String, u64)>,
-    oom_victims: Vec<vmtrace_common::OomVictim>,
-    enabled: Vec<MetricId>,
-}
-
 impl Window {
     /// A window with nothing traced (`run --no-probes`): the machine's
     /// counters and the time only; no sysctl setting is changed (the
@@ -218,22 +205,7 @@ impl Window {
     /// Closes an untraced window: wall time and /proc/vmstat deltas.
     pub fn close_untraced(self) -> RunReport {
         let after = VmStat::read_window().unwrap_or_else(|_| self.before.clone());
-        let mut report = RunReport {
-            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
-            kernel_release: kernel_release(),
-            started_unix_s: self.started_unix_s,
-            untraced: true,
-            usage: Usage {
-                wall_s: self.started.elapsed().as_secs_f64(),
-                ..Default::default()
-            },
-            vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &after)),
-            ..Default::default()
-        };
-        report.add_swap_causes(&VmStat::delta(&self.before, &after));
-        report.zone_vmstat = Some(zone_type_counts(&VmStat::delta(&self.before, &after)));
-        report.add_event_counters(&VmStat::delta(&self.before, &after));
-        report
+        self.report(self.started.elapsed(), &after, None)
     }
 
     pub fn open(bpf_stats: bool) -> Result<Window> {
@@ -288,40 +260,43 @@ impl Window {
         samples: Vec<sample::Sample>,
         settle: Duration,
     ) -> Result<RunReport> {
+        if !settle.is_zero() {
+            tracer.swap_layout.wait_idle(settle);
+        }
+        let (wall, after, traced) = self.detach(tracer, samples)?;
+        Ok(self.report(wall, &after, Some(traced)))
+    }
+
+    /// The window's report: who measured on which kernel, and every
+    /// section `kernel::fill` makes of what the window read.
+    fn report(&self, wall: Duration, after: &VmStat, traced: Option<fill::Traced>) -> RunReport {
+        RunReport {
+            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
+            kernel_release: kernel_release(),
+            started_unix_s: self.started_unix_s,
+            ..fill::fill(fill::Readings {
+                before: &self.before,
+                after,
+                wall_s: wall.as_secs_f64(),
+                traced,
+            })
+        }
+    }
+
+    /// Reads the counters and every map, switches delay accounting and
+    /// program statistics back, and detaches the probes: the window's
+    /// length, /proc/vmstat at its close, and what the probes held.
+    fn detach(
+        &mut self,
+        tracer: Tracer,
+        samples: Vec<sample::Sample>,
+    ) -> Result<(Duration, VmStat, fill::Traced)> {
         let Tracer {
-            probes,
+            mut probes,
             swap_layout,
             unavailable,
             partial,
         } = tracer;
-        if !settle.is_zero() {
-            swap_layout.wait_idle(settle);
-        }
-        let mut d = self.detach(probes)?;
-        let mut report = self.kernel_report(&mut d);
-        let enabled = |id: MetricId| d.enabled.contains(&id);
-        if enabled(MetricId::Kswapd) || enabled(MetricId::KswapdWakeups) {
-            let zones = crate::model::zones::zone_names(&crate::host::proc::read_zoneinfo());
-            report.add_kswapd(&d.totals, &self.kswapd_cpu(&d.kswapd_cpu_after), &zones);
-        }
-        if enabled(MetricId::Oom) {
-            let exited: Option<Vec<u32>> = enabled(MetricId::ProcessFaults)
-                .then(|| d.totals.processes.iter().map(|(pid, _)| *pid).collect());
-            report.add_oom_victims(&d.oom_victims, self.started_mono_ns, exited.as_deref());
-        }
-        report.unavailable = unavailable;
-        report.partial = partial;
-        report.add_zones(&d.totals, &samples, enabled(MetricId::PageAlloc));
-        if enabled(MetricId::SwapIo) {
-            report.add_swap_io(&d.totals, &swap_layout);
-        }
-        report.timeline = samples;
-        Ok(report)
-    }
-
-    /// Reads the counters and every map, switches delay accounting and
-    /// program statistics back, and detaches the probes.
-    fn detach(&mut self, mut probes: probes::Probes) -> Result<Detached> {
         let wall = self.started.elapsed();
         // kswapd's CPU first: it walks /proc, and the vmstat snapshot and
         // the maps are read back to back so that the kernel's counters and
@@ -344,7 +319,7 @@ impl Window {
                 .collect::<Vec<_>>()
         });
         drop(self.bpf_stats_guard.take());
-        let misses = stats
+        let program_misses = stats
             .iter()
             .filter(|s| s.misses > 0)
             .map(|s| (s.program.to_string(), s.misses))
@@ -354,58 +329,25 @@ impl Window {
         let oom_victims = std::mem::take(&mut probes.oom_victims);
         let enabled = probes.plan.enabled.clone();
         drop(probes);
-        Ok(Detached {
-            wall,
-            after,
-            kswapd_cpu_after,
-            totals,
-            program_costs,
-            misses,
-            oom_victims,
+        let zone_names = crate::model::zones::zone_names(&crate::host::proc::read_zoneinfo());
+        let traced = fill::Traced {
             enabled,
-        })
-    }
-
-    /// The report of the kernel's totals over the window, with the
-    /// /proc/vmstat deltas, delays and program costs.
-    fn kernel_report(&self, d: &mut Detached) -> RunReport {
-        let mut report = RunReport {
-            vmtrace_version: env!("CARGO_PKG_VERSION").into(),
-            kernel_release: kernel_release(),
-            started_unix_s: self.started_unix_s,
-            usage: Usage {
-                wall_s: d.wall.as_secs_f64(),
-                ..Default::default()
-            },
-            vmstat: VmstatDelta::from_delta(&VmStat::delta(&self.before, &d.after)),
-            ..Default::default()
+            totals,
+            unavailable,
+            partial,
+            samples,
+            swap_layout,
+            oom_victims,
+            started_mono_ns: self.started_mono_ns,
+            kswapd_cpu_before: std::mem::take(&mut self.kswapd_cpu_before),
+            kswapd_cpu_after,
+            zone_names,
+            delayacct_on: self.delayacct_on,
+            delayacct_already_on: self.delayacct_already_on,
+            program_costs,
+            program_misses,
         };
-        report.add_kernel_totals(&d.totals, &|id| d.enabled.contains(&id));
-        report.add_swap_causes(&VmStat::delta(&self.before, &d.after));
-        report.zone_vmstat = Some(zone_type_counts(&VmStat::delta(&self.before, &d.after)));
-        report.add_event_counters(&VmStat::delta(&self.before, &d.after));
-        if let Some(delays) = report.delays.as_mut() {
-            delays.accounting_on = self.delayacct_on;
-            delays.already_on = self.delayacct_already_on;
-        }
-        report.dropped.program_misses = std::mem::take(&mut d.misses);
-        report.program_costs = d.program_costs.take();
-        report
-    }
-
-    /// Each kswapd's CPU seconds (node, at the opening, at the close).
-    fn kswapd_cpu(&self, after: &[(u32, f64)]) -> Vec<(u32, f64, f64)> {
-        after
-            .iter()
-            .map(|&(node, after)| {
-                let before = self
-                    .kswapd_cpu_before
-                    .iter()
-                    .find(|(n, _)| *n == node)
-                    .map_or(after, |(_, b)| *b);
-                (node, before, after)
-            })
-            .collect()
+        Ok((wall, after, traced))
     }
 }
 

@@ -1,44 +1,22 @@
-//! The page-fault sections of the report from the map totals: fault
-//! counts, faults per process at exit with the kernel's delay
-//! accounting beside them, and fault latency with time per process.
+//! The page-fault sections' tables from the map totals: faults per
+//! process at exit with the kernel's delay accounting beside them, and
+//! the processes that spent longest in faults (--fault-latency). The
+//! fault counts and latency histograms are read in `fill` itself.
 
-use crate::kernel::probes::MetricId;
-use vmtrace_common::{Counter, Hist};
+use vmtrace_common::Counter;
 
 use crate::{
     kernel::collect::{KernelTotals, comm_to_string},
-    model::{histogram::summarize, report::*},
+    model::report::*,
 };
-
-impl RunReport {
-    /// Fills the fault sections (and delay accounting) whose metrics ran.
-    pub(super) fn add_faults(&mut self, totals: &KernelTotals, enabled: &dyn Fn(MetricId) -> bool) {
-        if enabled(MetricId::MajorFault) {
-            self.faults.major_all = Some(totals.counter(Counter::MajorFaultsAll));
-            self.faults.major_target = Some(totals.counter(Counter::MajorFaultsTarget));
-        }
-        if enabled(MetricId::KernelFaults) {
-            self.faults.kernel_mode_target = Some(totals.counter(Counter::KernelFaultsTarget));
-        }
-        if enabled(MetricId::ProcessFaults) {
-            self.delays = Some(delays(totals));
-            self.faults.processes = Some(process_faults(totals));
-        }
-        if enabled(MetricId::FaultLatency) {
-            self.faults.minor_target = Some(totals.counter(Counter::MinorFaultsTarget));
-            self.faults.minor_latency = Some(summarize(totals.hist(Hist::MinorFault)));
-            self.faults.major_latency = Some(summarize(totals.hist(Hist::MajorFault)));
-            self.faults.process_time = Some(fault_times(totals));
-        }
-    }
-}
 
 /// The target threads' delays at exit, as the eBPF side summed them
 /// (values longer than their thread lived dropped and counted apart);
-/// `accounting_on` and `already_on` are the session's to set.
-fn delays(totals: &KernelTotals) -> DelayReport {
+/// `accounting_on`: kernel.task_delayacct was on for the window,
+/// `already_on`: before it too.
+pub(super) fn delays(totals: &KernelTotals, accounting_on: bool, already_on: bool) -> DelayReport {
     DelayReport {
-        accounting_on: false,
+        accounting_on,
         blkio_ns: totals.counter(Counter::DelayBlkioNs),
         swapin_ns: totals.counter(Counter::DelaySwapinNs),
         freepages_ns: totals.counter(Counter::DelayFreepagesNs),
@@ -48,13 +26,13 @@ fn delays(totals: &KernelTotals) -> DelayReport {
         implausible: totals.counter(Counter::DelayImplausible),
         implausible_ns: totals.counter(Counter::DelayImplausibleNs),
         untracked_threads: totals.counter(Counter::DelayUntracked),
-        already_on: false,
+        already_on,
     }
 }
 
 /// Faults summed over every process, with the 10 that took most major
 /// (then minor) faults.
-fn process_faults(totals: &KernelTotals) -> ProcessFaultTotals {
+pub(super) fn process_faults(totals: &KernelTotals) -> ProcessFaultTotals {
     let mut top: Vec<ProcessFaults> = totals
         .processes
         .iter()
@@ -80,7 +58,7 @@ fn process_faults(totals: &KernelTotals) -> ProcessFaultTotals {
 
 /// The 10 processes that spent longest in faults, named from the
 /// per-process fault table.
-fn fault_times(totals: &KernelTotals) -> Vec<ProcessFaultTime> {
+pub(super) fn fault_times(totals: &KernelTotals) -> Vec<ProcessFaultTime> {
     let mut times: Vec<ProcessFaultTime> = totals
         .process_fault_time
         .iter()

@@ -14,69 +14,85 @@ use crate::{
     },
 };
 
-impl RunReport {
-    /// Adds the kswapd section. `cpu` is (node, seconds before, after);
-    /// `zones` names zone indices per node (from /proc/zoneinfo).
-    pub fn add_kswapd(
-        &mut self,
-        totals: &KernelTotals,
-        cpu: &[(u32, f64, f64)],
-        zones: &[(u32, Vec<String>)],
-    ) {
-        let mut k = KswapdReport {
-            nodes: node_rows(totals, cpu),
-            ..Default::default()
-        };
-        let periods = totals.hist(Hist::KswapdAwake);
-        if periods.iter().any(|&n| n > 0) {
-            k.awake_periods = Some(summarize(periods));
-        }
-        k.wakeups = wakeups(totals, zones);
-        k.wakeup_orders = totals.kswapd_wakeup_order.clone();
-        k.wakers = totals
-            .kswapd_wakers
-            .iter()
-            .take(10)
-            .map(|(name, count)| NameCount {
-                name: name.clone(),
-                count: *count,
-            })
-            .collect();
-        self.kswapd = Some(k);
+/// The kswapd section. `cpu` is (node, seconds before, after);
+/// `zones` names zone indices per node (from /proc/zoneinfo).
+pub(super) fn kswapd(
+    totals: &KernelTotals,
+    cpu: &[(u32, f64, f64)],
+    zones: &[(u32, Vec<String>)],
+) -> KswapdReport {
+    let mut k = KswapdReport {
+        nodes: node_rows(totals, cpu),
+        ..Default::default()
+    };
+    let periods = totals.hist(Hist::KswapdAwake);
+    if periods.iter().any(|&n| n > 0) {
+        k.awake_periods = Some(summarize(periods));
     }
+    k.wakeups = wakeups(totals, zones);
+    k.wakeup_orders = totals.kswapd_wakeup_order.clone();
+    k.wakers = totals
+        .kswapd_wakers
+        .iter()
+        .take(10)
+        .map(|(name, count)| NameCount {
+            name: name.clone(),
+            count: *count,
+        })
+        .collect();
+    k
+}
 
-    /// Builds the per-(node, zone) rows from the kernel totals and the
-    /// samples: populated zones, and empty ones a per-zone probe named.
-    pub fn add_zones(&mut self, totals: &KernelTotals, samples: &[Sample], page_alloc: bool) {
-        let Some(last) = samples.last() else { return };
-        let below = time_below(samples);
-        let boosted = time_boosted(samples);
-        for (idx, z) in last.zones.iter().enumerate() {
-            // Zone index within its node = position among the node's zones.
-            let zid = last.zones[..idx]
+/// Each kswapd's CPU seconds (node, at the opening, at the close), from
+/// (node, seconds) at each; a node new at the close counts from then.
+pub(super) fn cpu(before: &[(u32, f64)], after: &[(u32, f64)]) -> Vec<(u32, f64, f64)> {
+    after
+        .iter()
+        .map(|&(node, after)| {
+            let before = before
                 .iter()
-                .filter(|o| o.node == z.node)
-                .count() as u32;
-            let (below_low_s, below_min_s) = below
-                .iter()
-                .find(|b| b.0 == z.node && b.1 == z.zone)
-                .map_or((0.0, 0.0), |b| (b.2, b.3));
-            let boosted_s = boosted
-                .iter()
-                .find(|b| b.0 == z.node && b.1 == z.zone)
-                .map_or(0.0, |b| b.2);
-            let row = ZoneRow {
-                below_low_s,
-                below_min_s,
-                boosted_s,
-                ..zone_row(totals, z, zid, page_alloc)
-            };
-            let busy = row.reclaim_retries + row.allocated_pages.unwrap_or(0);
-            if z.managed > 0 || busy > 0 {
-                self.zones.push(row);
-            }
+                .find(|(n, _)| *n == node)
+                .map_or(after, |(_, b)| *b);
+            (node, before, after)
+        })
+        .collect()
+}
+
+/// The per-(node, zone) rows from the kernel totals and the samples:
+/// populated zones, and empty ones a per-zone probe named.
+pub(super) fn zones(totals: &KernelTotals, samples: &[Sample], page_alloc: bool) -> Vec<ZoneRow> {
+    let mut rows = Vec::new();
+    let Some(last) = samples.last() else {
+        return rows;
+    };
+    let below = time_below(samples);
+    let boosted = time_boosted(samples);
+    for (idx, z) in last.zones.iter().enumerate() {
+        // Zone index within its node = position among the node's zones.
+        let zid = last.zones[..idx]
+            .iter()
+            .filter(|o| o.node == z.node)
+            .count() as u32;
+        let (below_low_s, below_min_s) = below
+            .iter()
+            .find(|b| b.0 == z.node && b.1 == z.zone)
+            .map_or((0.0, 0.0), |b| (b.2, b.3));
+        let boosted_s = boosted
+            .iter()
+            .find(|b| b.0 == z.node && b.1 == z.zone)
+            .map_or(0.0, |b| b.2);
+        let row = ZoneRow {
+            below_low_s,
+            below_min_s,
+            boosted_s,
+            ..zone_row(totals, z, zid, page_alloc)
+        };
+        let busy = row.reclaim_retries + row.allocated_pages.unwrap_or(0);
+        if z.managed > 0 || busy > 0 {
+            rows.push(row);
         }
     }
+    rows
 }
 
 /// Per node: wakes and time awake (counting a period still open), and

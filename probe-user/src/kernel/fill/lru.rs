@@ -2,26 +2,10 @@
 //! active list shrinking per (node, context, list), shrinks by reclaim
 //! priority, and isolation per (highest zone, list).
 
-use crate::kernel::probes::MetricId;
 use crate::{kernel::collect::KernelTotals, model::report::*};
 
-impl RunReport {
-    /// Fills the LRU sections whose metrics ran.
-    pub(super) fn add_lru(&mut self, totals: &KernelTotals, enabled: &dyn Fn(MetricId) -> bool) {
-        if enabled(MetricId::LruShrinkInactive) {
-            self.lru_shrink_inactive = Some(inactive_rows(totals));
-            self.reclaim_priority = priority_rows(totals);
-        }
-        if enabled(MetricId::LruShrinkActive) {
-            self.lru_shrink_active = Some(active_rows(totals));
-        }
-        if enabled(MetricId::LruIsolate) {
-            self.lru_isolate = Some(isolate_rows(totals));
-        }
-    }
-}
-
-fn inactive_rows(totals: &KernelTotals) -> Vec<LruRowReport> {
+/// Inactive list shrinking per (node, context, list).
+pub(super) fn inactive_rows(totals: &KernelTotals) -> Vec<LruRowReport> {
     totals
         .lru
         .iter()
@@ -35,7 +19,7 @@ fn inactive_rows(totals: &KernelTotals) -> Vec<LruRowReport> {
 }
 
 /// Inactive shrinks per priority (12 mildest .. 0), per context.
-fn priority_rows(totals: &KernelTotals) -> Vec<PriorityRow> {
+pub(super) fn priority_rows(totals: &KernelTotals) -> Vec<PriorityRow> {
     totals
         .priority
         .iter()
@@ -46,7 +30,8 @@ fn priority_rows(totals: &KernelTotals) -> Vec<PriorityRow> {
         .collect()
 }
 
-fn active_rows(totals: &KernelTotals) -> Vec<LruActiveRowReport> {
+/// Active list deactivation per (node, context, list).
+pub(super) fn active_rows(totals: &KernelTotals) -> Vec<LruActiveRowReport> {
     totals
         .lru_active
         .iter()
@@ -59,7 +44,8 @@ fn active_rows(totals: &KernelTotals) -> Vec<LruActiveRowReport> {
         .collect()
 }
 
-fn isolate_rows(totals: &KernelTotals) -> Vec<IsolateRow> {
+/// Isolation per (highest zone, list).
+pub(super) fn isolate_rows(totals: &KernelTotals) -> Vec<IsolateRow> {
     totals
         .isolate
         .iter()

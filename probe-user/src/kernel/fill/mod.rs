@@ -1,78 +1,213 @@
-//! Fills the model's run report from what the kernel side measured: the
-//! eBPF maps' totals, the swap layout, the zones, the OOM victims. One
-//! function per section of the report, by signal family: reclaim,
-//! LRU lists, page faults, kswapd and the zones; here the entry point
-//! for the map totals, what was dropped, swap I/O and the OOM victims.
+//! Fills the model's run report from what one window read: `fill` is
+//! the one entry point. It takes the window's `Readings` (the
+//! /proc/vmstat snapshots at its opening and close, and for a traced
+//! window the eBPF maps' totals, the samples, the OOM victims, kswapd's
+//! CPU time, the swap layout) and returns every section of the report;
+//! each metric's gate (`enabled(MetricId::X)`) is here, in `traced`.
+//! The submodules build one section each, by signal family: reclaim,
+//! LRU lists, page faults, kswapd and the zones, fault causes; here
+//! swap I/O, the OOM victims and what was dropped.
 
-use crate::kernel::probes::MetricId;
-use vmtrace_common::{Counter, Hist};
+use vmtrace_common::{Counter, Hist, OomVictim};
 
 use crate::{
     host::swapdev::SwapLayout,
-    kernel::collect::{KernelTotals, comm_to_string},
-    model::{histogram::summarize, report::*},
+    kernel::{
+        collect::{KernelTotals, comm_to_string},
+        probes::MetricId,
+    },
+    model::{
+        counters::{CompactionCounters, ThpCounters},
+        histogram::summarize,
+        report::*,
+        sample::Sample,
+        vmstat::VmStat,
+        zones::zone_type_counts,
+    },
 };
 
-mod counters;
 mod faults;
 mod kswapd;
 mod lru;
 mod reclaim;
 mod swapcause;
 
-impl RunReport {
-    /// Fills the eBPF-derived sections; `enabled` says which metrics ran.
-    pub fn add_kernel_totals(&mut self, totals: &KernelTotals, enabled: &dyn Fn(MetricId) -> bool) {
-        self.add_reclaim(totals, enabled);
-        self.add_lru(totals, enabled);
-        self.add_faults(totals, enabled);
-        self.dropped = dropped(totals);
-    }
+/// What one window read, all that `fill` needs.
+pub struct Readings<'a> {
+    /// /proc/vmstat (with the mTHP stats) when the window opened.
+    pub before: &'a VmStat,
+    /// The same when it closed.
+    pub after: &'a VmStat,
+    /// How long the window was open.
+    pub wall_s: f64,
+    /// What the probes measured; None for a window with nothing traced
+    /// (`run --no-probes`).
+    pub traced: Option<Traced>,
+}
 
-    pub fn add_swap_io(&mut self, totals: &KernelTotals, layout: &SwapLayout) {
-        self.swap_io = Some(SwapIoReport {
-            areas: layout.areas.clone(),
-            truncated: layout.truncated,
-            write: summarize(totals.hist(Hist::SwapWrite)),
-            write_bytes: totals.counter(Counter::SwapWriteSectors) * 512,
-            read: summarize(totals.hist(Hist::SwapRead)),
-            read_bytes: totals.counter(Counter::SwapReadSectors) * 512,
-        });
-    }
+/// What a traced window's probes held when it closed (read before they
+/// were detached), and what the machine said beside them.
+#[derive(Default)]
+pub struct Traced {
+    /// The metrics whose programs ran: every gate asks this.
+    pub enabled: Vec<MetricId>,
+    pub totals: KernelTotals,
+    /// The metrics the plan or the attaching left out, and those only
+    /// partly measured.
+    pub unavailable: Vec<Unavailable>,
+    pub partial: Vec<Unavailable>,
+    /// The time series sampled while the window was open.
+    pub samples: Vec<Sample>,
+    pub swap_layout: SwapLayout,
+    /// From the OOM ring buffer.
+    pub oom_victims: Vec<OomVictim>,
+    /// CLOCK_MONOTONIC when the window opened: the victims' times count
+    /// from it.
+    pub started_mono_ns: u64,
+    /// Each kswapd's CPU seconds (node, seconds) at the opening and at
+    /// the close.
+    pub kswapd_cpu_before: Vec<(u32, f64)>,
+    pub kswapd_cpu_after: Vec<(u32, f64)>,
+    /// Zone names per node, indexed by zone id (/proc/zoneinfo).
+    pub zone_names: Vec<(u32, Vec<String>)>,
+    /// kernel.task_delayacct was on for the window; it was on before.
+    pub delayacct_on: bool,
+    pub delayacct_already_on: bool,
+    /// Program run counts and times (--bpf-stats).
+    pub program_costs: Option<Vec<ProgramCost>>,
+    /// (program, nested runs the kernel skipped), for those that missed.
+    pub program_misses: Vec<(String, u64)>,
+}
 
-    /// Adds the OOM victims read from the ring buffer; `start_ns` is the
-    /// CLOCK_MONOTONIC time the command started. `exited` holds the
-    /// target processes seen exiting (process-exit probe; None when it
-    /// did not run): a victim among them was the command's.
-    pub fn add_oom_victims(
-        &mut self,
-        victims: &[vmtrace_common::OomVictim],
-        start_ns: u64,
-        exited: Option<&[u32]>,
-    ) {
-        self.oom_victims = Some(
-            victims
-                .iter()
-                .map(|v| OomVictimReport {
-                    time_s: v.time_ns.saturating_sub(start_ns) as f64 / 1e9,
-                    pid: v.pid,
-                    comm: comm_to_string(&v.comm),
-                    target: exited.is_some_and(|e| e.contains(&v.pid)),
-                    victim_known: exited.is_some(),
-                    invoked_by_target: v.target != 0,
-                    total_vm_kb: v.total_vm_kb,
-                    anon_rss_kb: v.anon_rss_kb,
-                    file_rss_kb: v.file_rss_kb,
-                    shmem_rss_kb: v.shmem_rss_kb,
-                })
-                .collect(),
-        );
+/// Every section of the report of one window: the /proc/vmstat delta's
+/// (computed once) for any window, the probes' for a traced one. The
+/// caller adds who ran what (versions, command, exit, rusage).
+pub fn fill(readings: Readings) -> RunReport {
+    let delta = VmStat::delta(readings.before, readings.after);
+    let window = RunReport {
+        untraced: readings.traced.is_none(),
+        usage: Usage {
+            wall_s: readings.wall_s,
+            ..Default::default()
+        },
+        vmstat: VmstatDelta::from_delta(&delta),
+        swap_causes: Some(swapcause::swap_causes(&delta)),
+        zone_vmstat: Some(zone_type_counts(&delta)),
+        thp: ThpCounters::from_delta(&delta),
+        compaction_counters: CompactionCounters::from_delta(&delta),
+        ..Default::default()
+    };
+    match readings.traced {
+        Some(t) => traced(t, window),
+        None => window,
     }
+}
+
+/// The probes' sections over `window`'s, each only if its metric ran.
+fn traced(t: Traced, window: RunReport) -> RunReport {
+    use MetricId::*;
+    let on = |id: MetricId| t.enabled.contains(&id);
+    let totals = &t.totals;
+    RunReport {
+        direct_reclaim: on(DirectReclaim)
+            .then(|| reclaim::reclaim(totals, Hist::DirectReclaim, Counter::DirectReclaimPages)),
+        memcg_reclaim: on(MemcgReclaim)
+            .then(|| reclaim::reclaim(totals, Hist::MemcgReclaim, Counter::MemcgReclaimPages)),
+        // Always: empty when nothing fed them.
+        reclaim_order: reclaim::order_rows(totals),
+        top_stallers: reclaim::top_stallers(totals),
+        slab_shrink: on(SlabShrink).then(|| reclaim::slab_shrink(totals)),
+        throttle: on(Throttle).then(|| reclaim::throttle(totals)),
+        compaction: on(Compaction).then(|| reclaim::compaction(totals)),
+        swap_out: on(SwapOut).then(|| reclaim::swap_out(totals)),
+        lru_shrink_inactive: on(LruShrinkInactive).then(|| lru::inactive_rows(totals)),
+        reclaim_priority: if on(LruShrinkInactive) {
+            lru::priority_rows(totals)
+        } else {
+            Vec::new()
+        },
+        lru_shrink_active: on(LruShrinkActive).then(|| lru::active_rows(totals)),
+        lru_isolate: on(LruIsolate).then(|| lru::isolate_rows(totals)),
+        faults: FaultReport {
+            major_all: on(MajorFault).then(|| totals.counter(Counter::MajorFaultsAll)),
+            major_target: on(MajorFault).then(|| totals.counter(Counter::MajorFaultsTarget)),
+            kernel_mode_target: on(KernelFaults)
+                .then(|| totals.counter(Counter::KernelFaultsTarget)),
+            processes: on(ProcessFaults).then(|| faults::process_faults(totals)),
+            minor_target: on(FaultLatency).then(|| totals.counter(Counter::MinorFaultsTarget)),
+            minor_latency: on(FaultLatency).then(|| summarize(totals.hist(Hist::MinorFault))),
+            major_latency: on(FaultLatency).then(|| summarize(totals.hist(Hist::MajorFault))),
+            process_time: on(FaultLatency).then(|| faults::fault_times(totals)),
+        },
+        delays: on(ProcessFaults)
+            .then(|| faults::delays(totals, t.delayacct_on, t.delayacct_already_on)),
+        kswapd: (on(Kswapd) || on(KswapdWakeups)).then(|| {
+            let cpu = kswapd::cpu(&t.kswapd_cpu_before, &t.kswapd_cpu_after);
+            kswapd::kswapd(totals, &cpu, &t.zone_names)
+        }),
+        oom_victims: on(Oom).then(|| {
+            // The target processes seen exiting (None when the exit
+            // probe did not run): a victim among them was the command's.
+            let exited: Option<Vec<u32>> =
+                on(ProcessFaults).then(|| totals.processes.iter().map(|(pid, _)| *pid).collect());
+            oom_victims(&t.oom_victims, t.started_mono_ns, exited.as_deref())
+        }),
+        swap_io: on(SwapIo).then(|| swap_io(totals, &t.swap_layout)),
+        // Always: the rows of the last sample's zones (none without one).
+        zones: kswapd::zones(totals, &t.samples, on(PageAlloc)),
+        dropped: Dropped {
+            program_misses: t.program_misses,
+            ..dropped(totals)
+        },
+        program_costs: t.program_costs,
+        unavailable: t.unavailable,
+        partial: t.partial,
+        timeline: t.samples,
+        ..window
+    }
+}
+
+fn swap_io(totals: &KernelTotals, layout: &SwapLayout) -> SwapIoReport {
+    SwapIoReport {
+        areas: layout.areas.clone(),
+        truncated: layout.truncated,
+        write: summarize(totals.hist(Hist::SwapWrite)),
+        write_bytes: totals.counter(Counter::SwapWriteSectors) * 512,
+        read: summarize(totals.hist(Hist::SwapRead)),
+        read_bytes: totals.counter(Counter::SwapReadSectors) * 512,
+    }
+}
+
+/// The OOM victims read from the ring buffer; `start_ns` is the
+/// CLOCK_MONOTONIC time the window opened. `exited` holds the target
+/// processes seen exiting (process-exit probe; None when it did not
+/// run): a victim among them was the command's.
+fn oom_victims(
+    victims: &[OomVictim],
+    start_ns: u64,
+    exited: Option<&[u32]>,
+) -> Vec<OomVictimReport> {
+    victims
+        .iter()
+        .map(|v| OomVictimReport {
+            time_s: v.time_ns.saturating_sub(start_ns) as f64 / 1e9,
+            pid: v.pid,
+            comm: comm_to_string(&v.comm),
+            target: exited.is_some_and(|e| e.contains(&v.pid)),
+            victim_known: exited.is_some(),
+            invoked_by_target: v.target != 0,
+            total_vm_kb: v.total_vm_kb,
+            anon_rss_kb: v.anon_rss_kb,
+            file_rss_kb: v.file_rss_kb,
+            shmem_rss_kb: v.shmem_rss_kb,
+        })
+        .collect()
 }
 
 /// What the kernel side could not account for: events dropped on full
 /// maps or without a start, and rows evicted from full tables (inserts
-/// counted minus rows still held). Nested-program misses come later.
+/// counted minus rows still held). Nested-program misses are the
+/// caller's.
 fn dropped(totals: &KernelTotals) -> Dropped {
     Dropped {
         reclaim_start_map_full: totals.counter(Counter::ReclaimStartDropped),
@@ -86,7 +221,6 @@ fn dropped(totals: &KernelTotals) -> Dropped {
         program_misses: Vec::new(),
     }
 }
-
 /// (table, rows lost) for each full table that evicted rows.
 fn evicted(totals: &KernelTotals) -> Vec<(String, u64)> {
     [

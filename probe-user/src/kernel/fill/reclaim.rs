@@ -3,7 +3,6 @@
 //! that stalled most, slab shrinking, throttling, compaction and the
 //! folios reclaim wrote out.
 
-use crate::kernel::probes::MetricId;
 use vmtrace_common::{Counter, Hist};
 
 use crate::{
@@ -11,64 +10,40 @@ use crate::{
     model::{histogram::summarize, report::*},
 };
 
-impl RunReport {
-    /// Fills the reclaim sections whose metrics ran (order and stallers
-    /// always: they are empty when nothing fed them).
-    pub(super) fn add_reclaim(
-        &mut self,
-        totals: &KernelTotals,
-        enabled: &dyn Fn(MetricId) -> bool,
-    ) {
-        if enabled(MetricId::DirectReclaim) {
-            self.direct_reclaim = Some(reclaim(
-                totals,
-                Hist::DirectReclaim,
-                Counter::DirectReclaimPages,
-            ));
-        }
-        if enabled(MetricId::MemcgReclaim) {
-            self.memcg_reclaim = Some(reclaim(
-                totals,
-                Hist::MemcgReclaim,
-                Counter::MemcgReclaimPages,
-            ));
-        }
-        self.reclaim_order = order_rows(totals);
-        self.top_stallers = top_stallers(totals);
-        if enabled(MetricId::SlabShrink) {
-            self.slab_shrink = Some(SlabReport {
-                calls: summarize(totals.hist(Hist::SlabShrink)),
-                objects_freed: totals.counter(Counter::SlabFreed),
-            });
-        }
-        if enabled(MetricId::Throttle) {
-            self.throttle = Some(throttle(totals));
-        }
-        if enabled(MetricId::Compaction) {
-            self.compaction = Some(CompactionReport {
-                runs: summarize(totals.hist(Hist::Compaction)),
-                all_tasks: totals.counter(Counter::CompactionsAll),
-            });
-        }
-        if enabled(MetricId::SwapOut) {
-            self.swap_out = Some(SwapOutReport {
-                anon_folios: totals.counter(Counter::WriteFolioAnon),
-                file_folios: totals.counter(Counter::WriteFolioFile),
-            });
-        }
-    }
-}
-
 /// Stall times and pages reclaimed of one kind of reclaim.
-fn reclaim(totals: &KernelTotals, stalls: Hist, pages: Counter) -> ReclaimReport {
+pub(super) fn reclaim(totals: &KernelTotals, stalls: Hist, pages: Counter) -> ReclaimReport {
     ReclaimReport {
         stalls: summarize(totals.hist(stalls)),
         pages_reclaimed: totals.counter(pages),
     }
 }
 
+/// Slab shrinker calls and the objects they freed.
+pub(super) fn slab_shrink(totals: &KernelTotals) -> SlabReport {
+    SlabReport {
+        calls: summarize(totals.hist(Hist::SlabShrink)),
+        objects_freed: totals.counter(Counter::SlabFreed),
+    }
+}
+
+/// Target compaction runs, and all tasks' count.
+pub(super) fn compaction(totals: &KernelTotals) -> CompactionReport {
+    CompactionReport {
+        runs: summarize(totals.hist(Hist::Compaction)),
+        all_tasks: totals.counter(Counter::CompactionsAll),
+    }
+}
+
+/// The folios reclaim wrote out, anon and file.
+pub(super) fn swap_out(totals: &KernelTotals) -> SwapOutReport {
+    SwapOutReport {
+        anon_folios: totals.counter(Counter::WriteFolioAnon),
+        file_folios: totals.counter(Counter::WriteFolioFile),
+    }
+}
+
 /// Target reclaims per allocation order, per context.
-fn order_rows(totals: &KernelTotals) -> Vec<OrderRow> {
+pub(super) fn order_rows(totals: &KernelTotals) -> Vec<OrderRow> {
     totals
         .order
         .iter()
@@ -80,7 +55,7 @@ fn order_rows(totals: &KernelTotals) -> Vec<OrderRow> {
 }
 
 /// The 10 processes that stalled longest in reclaim (direct + memcg).
-fn top_stallers(totals: &KernelTotals) -> Vec<StallerReport> {
+pub(super) fn top_stallers(totals: &KernelTotals) -> Vec<StallerReport> {
     let mut stallers: Vec<StallerReport> = totals
         .stallers
         .iter()
@@ -100,7 +75,7 @@ fn top_stallers(totals: &KernelTotals) -> Vec<StallerReport> {
 }
 
 /// Reclaim throttling: delays, events per reason bit, all tasks' count.
-fn throttle(totals: &KernelTotals) -> ThrottleReport {
+pub(super) fn throttle(totals: &KernelTotals) -> ThrottleReport {
     let r = |i: usize| totals.throttle_reasons.get(i).copied().unwrap_or(0);
     ThrottleReport {
         delays: summarize(totals.hist(Hist::Throttle)),

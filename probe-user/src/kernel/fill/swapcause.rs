@@ -7,26 +7,20 @@
 
 use crate::{
     host::{proc, swapdev},
-    model::{
-        recording::environment::meminfo_bytes,
-        report::{RunReport, SwapCauses},
-        vmstat::VmStat,
-    },
+    model::{recording::environment::meminfo_bytes, report::SwapCauses, vmstat::VmStat},
 };
 
-impl RunReport {
-    /// `swap_causes` from the window's /proc/vmstat delta and the
-    /// machine's zswap and swap areas as they are now.
-    pub fn add_swap_causes(&mut self, delta: &VmStat) {
-        let mut c = SwapCauses::from_delta(delta);
-        c.zswap_enabled = proc::zswap_enabled();
-        if let Some(meminfo) = proc::read_meminfo() {
-            c.zswap_pool_bytes = meminfo_bytes(&meminfo, "Zswap");
-            c.zswapped_bytes = meminfo_bytes(&meminfo, "Zswapped");
-        }
-        c.swap_areas = swapdev::swap_areas();
-        self.swap_causes = Some(c);
+/// `swap_causes` from the window's /proc/vmstat delta and the machine's
+/// zswap and swap areas as they are now.
+pub(super) fn swap_causes(delta: &VmStat) -> SwapCauses {
+    let mut c = SwapCauses::from_delta(delta);
+    c.zswap_enabled = proc::zswap_enabled();
+    if let Some(meminfo) = proc::read_meminfo() {
+        c.zswap_pool_bytes = meminfo_bytes(&meminfo, "Zswap");
+        c.zswapped_bytes = meminfo_bytes(&meminfo, "Zswapped");
     }
+    c.swap_areas = swapdev::swap_areas();
+    c
 }
 
 #[cfg(test)]

@@ -277,7 +277,10 @@ mod tests {
             serde_json::to_string(&back).expect("ser"),
             serde_json::to_string(&rec).expect("ser")
         );
-        assert_eq!(back.runs[0].report.to_text(), rec.runs[0].report.to_text());
+        assert_eq!(
+            crate::view::report::to_text(&back.runs[0].report),
+            crate::view::report::to_text(&rec.runs[0].report)
+        );
     }
 
     fn err_of(bytes: &[u8]) -> String {

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::{
     model::format::{human, wrap},
     model::recording::Recording,
-    view::report::RunsTable,
+    view::report::{self, RunsTable},
 };
 
 /// The widest line mail-ready text may have.
@@ -27,7 +27,7 @@ pub fn render(rec: &Recording) -> String {
             };
             let _ = writeln!(o, "=== run {} of {}{label} ===", i + 1, rec.runs.len());
         }
-        o.push_str(&run.report.to_text());
+        o.push_str(&report::to_text(&run.report));
         o.push('\n');
     }
     if several {

@@ -5,61 +5,59 @@
 
 use crate::model::report::RunReport;
 
-impl RunReport {
-    /// `Out of Memory: Killed process PID (comm).` for each of the
-    /// command's processes the OOM killer took, in the words of the mails
-    /// that argue about it; the first lines of a report.
-    pub fn oom_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .oom_victims
-            .iter()
-            .flatten()
-            .filter(|v| v.target && v.victim_known)
-            .map(|v| format!("Out of Memory: Killed process {} ({}).", v.pid, v.comm))
-            .collect();
-        if lines.is_empty() && self.exit.oom_killed {
-            lines.push(format!("Out of Memory: Killed process {}.", self.pid));
-        }
-        lines
+/// `Out of Memory: Killed process PID (comm).` for each of the
+/// command's processes the OOM killer took, in the words of the mails
+/// that argue about it; the first lines of a report.
+pub fn oom_lines(report: &RunReport) -> Vec<String> {
+    let mut lines: Vec<String> = report
+        .oom_victims
+        .iter()
+        .flatten()
+        .filter(|v| v.target && v.victim_known)
+        .map(|v| format!("Out of Memory: Killed process {} ({}).", v.pid, v.comm))
+        .collect();
+    if lines.is_empty() && report.exit.oom_killed {
+        lines.push(format!("Out of Memory: Killed process {}.", report.pid));
     }
+    lines
+}
 
-    /// The run as csh's `time` prints it, as in the seed mails:
-    /// `70.270u 7.330s 2:33.29 50.6%    0+0k 0+0io 19670pf+0w`
-    /// (pf: major faults; io: block operations in+out).
-    pub fn time_line(&self) -> String {
-        let u = &self.usage;
-        let minutes = (u.wall_s / 60.0).floor();
-        let cpu = if u.wall_s > 0.0 {
-            (u.user_s + u.sys_s) / u.wall_s * 100.0
-        } else {
-            0.0
-        };
-        format!(
-            "{:.3}u {:.3}s {}:{:05.2} {:.1}%    0+0k {}+{}io {}pf+0w",
-            u.user_s,
-            u.sys_s,
-            minutes,
-            u.wall_s - minutes * 60.0,
-            cpu,
-            u.in_blocks,
-            u.out_blocks,
-            u.major_faults
-        )
-    }
+/// The run as csh's `time` prints it, as in the seed mails:
+/// `70.270u 7.330s 2:33.29 50.6%    0+0k 0+0io 19670pf+0w`
+/// (pf: major faults; io: block operations in+out).
+pub fn time_line(report: &RunReport) -> String {
+    let u = &report.usage;
+    let minutes = (u.wall_s / 60.0).floor();
+    let cpu = if u.wall_s > 0.0 {
+        (u.user_s + u.sys_s) / u.wall_s * 100.0
+    } else {
+        0.0
+    };
+    format!(
+        "{:.3}u {:.3}s {}:{:05.2} {:.1}%    0+0k {}+{}io {}pf+0w",
+        u.user_s,
+        u.sys_s,
+        minutes,
+        u.wall_s - minutes * 60.0,
+        cpu,
+        u.in_blocks,
+        u.out_blocks,
+        u.major_faults
+    )
+}
 
-    /// kswapd CPU time over the run, `m:ss kswapd`, as the mails append it.
-    pub fn kswapd_line(&self) -> Option<String> {
-        let k = self.kswapd.as_ref()?;
-        let s = k.nodes.iter().map(|n| n.cpu_s).sum::<f64>().round() as u64;
-        Some(format!("{}:{:02} kswapd", s / 60, s % 60))
-    }
+/// kswapd CPU time over the run, `m:ss kswapd`, as the mails append it.
+pub fn kswapd_line(report: &RunReport) -> Option<String> {
+    let k = report.kswapd.as_ref()?;
+    let s = k.nodes.iter().map(|n| n.cpu_s).sum::<f64>().round() as u64;
+    Some(format!("{}:{:02} kswapd", s / 60, s % 60))
+}
 
-    /// The plain-text report (ASCII, <= 72 columns).
-    pub fn to_text(&self) -> String {
-        let mut o = String::new();
-        let _ = self.write_text(&mut o);
-        o
-    }
+/// The plain-text report (ASCII, <= 72 columns).
+pub fn to_text(report: &RunReport) -> String {
+    let mut o = String::new();
+    let _ = text::write_text(&mut o, report);
+    o
 }
 
 mod probes;
@@ -100,8 +98,12 @@ mod tests {
     use super::text::hist::power_of_two_rows;
     use super::*;
     use crate::{
-        kernel::{collect::KernelTotals, probes::MetricId},
-        model::report::*,
+        kernel::{
+            collect::KernelTotals,
+            fill::{Readings, Traced, fill},
+            probes::MetricId,
+        },
+        model::{report::*, vmstat::VmStat},
     };
     use vmtrace_common::{
         Counter, Hist, ReclaimContext,
@@ -164,7 +166,59 @@ mod tests {
             )],
             ..Default::default()
         };
-        let mut r = RunReport {
+        // Every metric ran but direct reclaim and those without a row in
+        // the totals; the process table holds the OOM victim.
+        let skipped = [
+            MetricId::DirectReclaim,
+            MetricId::Kswapd,
+            MetricId::KswapdWakeups,
+            MetricId::SwapIo,
+        ];
+        let traced = Traced {
+            enabled: MetricId::ALL
+                .into_iter()
+                .filter(|id| !skipped.contains(id))
+                .collect(),
+            totals: KernelTotals {
+                processes: vec![(
+                    4242,
+                    vmtrace_common::ProcFaults {
+                        comm,
+                        threads: 1,
+                        ..Default::default()
+                    },
+                )],
+                ..totals
+            },
+            unavailable: vec![Unavailable {
+                metric: "direct_reclaim".into(),
+                reason: "this kernel has no tracepoint vmscan:mm_vmscan_direct_reclaim_begin \
+                         and the reason is long enough to need wrapping"
+                    .into(),
+            }],
+            partial: vec![Unavailable {
+                metric: "oom".into(),
+                reason: "oom:mark_victim has no field anon_rss (shown as 0)".into(),
+            }],
+            oom_victims: vec![vmtrace_common::OomVictim {
+                time_ns: 2_500_000_000,
+                pid: 4242,
+                target: 1,
+                comm,
+                anon_rss_kb: 65280,
+                ..Default::default()
+            }],
+            started_mono_ns: 1_000_000_000,
+            ..Default::default()
+        };
+        let vmstat = VmStat::default();
+        let filled = fill(Readings {
+            before: &vmstat,
+            after: &vmstat,
+            wall_s: 0.0,
+            traced: Some(traced),
+        });
+        RunReport {
             vmtrace_version: "0.1.0".into(),
             kernel_release: "6.18.44".into(),
             command: vec!["memhog".into(), "--mib".into(), "384".into()],
@@ -175,37 +229,15 @@ mod tests {
                 oom_killed: true,
                 interrupted: false,
             },
-            unavailable: vec![Unavailable {
-                metric: "direct_reclaim".into(),
-                reason: "this kernel has no tracepoint vmscan:mm_vmscan_direct_reclaim_begin \
-                         and the reason is long enough to need wrapping"
-                    .into(),
-            }],
-            ..Default::default()
-        };
-        r.partial = vec![Unavailable {
-            metric: "oom".into(),
-            reason: "oom:mark_victim has no field anon_rss (shown as 0)".into(),
-        }];
-        r.add_kernel_totals(&totals, &|id| id != MetricId::DirectReclaim);
-        r.add_oom_victims(
-            &[vmtrace_common::OomVictim {
-                time_ns: 2_500_000_000,
-                pid: 4242,
-                target: 1,
-                comm,
-                anon_rss_kb: 65280,
-                ..Default::default()
-            }],
-            1_000_000_000,
-            Some(&[4242]),
-        );
-        r
+            // The machine's zswap and swap areas: not this test's.
+            swap_causes: None,
+            ..filled
+        }
     }
 
     #[test]
     fn text_is_ascii_and_fits_72_columns() {
-        let text = sample_report().to_text();
+        let text = to_text(&sample_report());
         for line in text.lines() {
             assert!(line.is_ascii(), "{line}");
             assert!(line.len() <= 72, "{} columns: {line}", line.len());

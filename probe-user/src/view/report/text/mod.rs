@@ -62,31 +62,30 @@ const MEASURED: &[Section] = &[
     tracer::notices,
 ];
 
-impl RunReport {
-    pub(super) fn write_text(&self, o: &mut String) -> Result {
-        quoted_lines(o, self)?;
-        identity(o, self)?;
-        outcome(o, self)?;
-        if self.untraced {
-            return untraced(o);
-        }
-        for section in MEASURED {
-            section(o, self)?;
-        }
-        Ok(())
+/// The whole report, section by section.
+pub(super) fn write_text(o: &mut String, report: &RunReport) -> Result {
+    quoted_lines(o, report)?;
+    identity(o, report)?;
+    outcome(o, report)?;
+    if report.untraced {
+        return untraced(o);
     }
+    for section in MEASURED {
+        section(o, report)?;
+    }
+    Ok(())
 }
 
 /// The lines the mails quote first: the OOM verdict, csh's `time` line
 /// (not when attached) and kswapd's CPU time; then a blank line.
 fn quoted_lines(o: &mut String, report: &RunReport) -> Result {
-    for line in report.oom_lines() {
+    for line in super::oom_lines(report) {
         writeln!(o, "{line}")?;
     }
     if !report.attached {
-        writeln!(o, "{}", report.time_line())?;
+        writeln!(o, "{}", super::time_line(report))?;
     }
-    if let Some(line) = report.kswapd_line() {
+    if let Some(line) = super::kswapd_line(report) {
         writeln!(o, "{line}")?;
     }
     writeln!(o)
