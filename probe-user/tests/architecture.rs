@@ -1,22 +1,62 @@
-//! The shape of probe-user's source, checked: every import points down
-//! the layers (cli -> session -> view -> kernel -> host -> model), views
-//! and the model never touch the kernel's eBPF crates, and every unit is
-//! one a reader can hold (files <= 700 lines of code, functions <= 100
+//! The shape of probe-user's source, checked: every import follows an
+//! allowed edge between layers (`EDGES`, a table, not a line), the pure
+//! layers (model, analysis, view) never touch the eBPF crates, the file
+//! system or the environment, no layer but host names a /proc or /sys
+//! path (a few named exceptions, each with its reason), and every unit
+//! is one a reader can hold (files <= 700 lines of code, functions <= 100
 //! lines). Unit-test modules (`#[cfg(test)]` to the end of a file) are
-//! left out of both rules: a test may build its input from any layer.
-//! docs/ARCHITECTURE.md says what each layer holds.
+//! left out of every rule: a test may build its input from any layer and
+//! read its fixtures. docs/ARCHITECTURE.md says what each layer holds.
 
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first: a module may name only its own layer and
-/// those before it.
-const LAYERS: &[&str] = &["model", "host", "kernel", "view", "session", "cli"];
+/// The layers and the layers each may import besides its own: view
+/// prints what analysis computes from the model; kernel reads the
+/// machine through host; session and cli may use everything below them.
+const EDGES: &[(&str, &[&str])] = &[
+    ("model", &[]),
+    ("host", &["model"]),
+    ("kernel", &["host", "model"]),
+    ("analysis", &["model"]),
+    ("view", &["analysis", "model"]),
+    ("session", &["view", "analysis", "kernel", "host", "model"]),
+    (
+        "cli",
+        &["session", "view", "analysis", "kernel", "host", "model"],
+    ),
+];
 
-/// Crates a layer must not use: the model is plain data, and views read
-/// the model only (no eBPF, no async runtime).
+/// Crates a layer must not use: the model is plain data, analysis and
+/// views compute and print from it (no eBPF, no async runtime).
 const FORBIDDEN: &[(&str, &[&str])] = &[
     ("model", &["aya", "aya_log", "tokio"]),
+    ("analysis", &["aya", "aya_log", "tokio"]),
     ("view", &["aya", "aya_log", "tokio"]),
+];
+
+/// The layers that do no I/O of their own: no `std::fs`, `std::env`,
+/// `File`, `OpenOptions` (their callers hand them data and write what
+/// they return).
+const PURE: &[&str] = &["model", "analysis", "view"];
+
+/// Files outside host/ that may name a /proc or /sys path, and why.
+const MACHINE_PATHS: &[(&str, &str)] = &[
+    (
+        "kernel/btf.rs",
+        "the kernel's BTF (/sys/kernel/btf/vmlinux), read by the loader",
+    ),
+    (
+        "kernel/tracefs.rs",
+        "tracefs itself: where it is mounted, and mounting it",
+    ),
+    (
+        "view/prometheus.rs",
+        "names /proc/vmstat in a HELP text as the counter's source; reads nothing",
+    ),
+    (
+        "view/report/text/lru.rs",
+        "names /proc/vmstat in a row as its source; reads nothing",
+    ),
 ];
 
 const MAX_FILE_LINES: usize = 700;
@@ -90,8 +130,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn rank(layer: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| *l == layer)
+/// The layers `layer` may import besides itself (None: not a layer).
+fn allowed(layer: &str) -> Option<&'static [&'static str]> {
+    EDGES.iter().find(|(l, _)| *l == layer).map(|(_, a)| *a)
+}
+
+fn layer_names() -> Vec<&'static str> {
+    EDGES.iter().map(|(l, _)| *l).collect()
 }
 
 fn is_ident(c: char) -> bool {
@@ -191,18 +236,21 @@ fn layer_violations(sources: &[Source]) -> Vec<String> {
         let Some(layer) = s.module.first() else {
             continue; // lib.rs, main.rs: the crate's root
         };
-        let Some(own) = rank(layer) else {
-            wrong.push(format!("{}: not in a layer ({LAYERS:?})", s.rel));
+        let Some(may) = allowed(layer) else {
+            wrong.push(format!("{}: not in a layer ({:?})", s.rel, layer_names()));
             continue;
         };
         for name in top_level_names(s) {
-            match rank(&name) {
-                Some(r) if r > own => wrong.push(format!(
-                    "{}: {layer} imports crate::{name}, a layer above it",
+            if name == *layer || may.contains(&name.as_str()) {
+                continue;
+            }
+            if allowed(&name).is_some() {
+                wrong.push(format!(
+                    "{}: {layer} imports crate::{name}, not an allowed edge",
                     s.rel
-                )),
-                Some(_) => {}
-                None => wrong.push(format!("{}: crate::{name} is not a layer", s.rel)),
+                ));
+            } else {
+                wrong.push(format!("{}: crate::{name} is not a layer", s.rel));
             }
         }
         for (l, crates) in FORBIDDEN {
@@ -218,6 +266,68 @@ fn layer_violations(sources: &[Source]) -> Vec<String> {
                     wrong.push(format!("{}: {layer} uses the {c} crate", s.rel));
                 }
             }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn machine_reads_live_in_host() {
+    let wrong = io_violations(&sources());
+    assert!(
+        wrong.is_empty(),
+        "machine I/O outside host/:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Paths of the standard library that do I/O on the machine.
+const IO_PATHS: &[&str] = &[
+    "std::fs",
+    "fs::",
+    "std::env",
+    "env::",
+    "File::",
+    "OpenOptions",
+];
+
+/// Every file-system or environment use in a pure layer, and every
+/// /proc or /sys path named outside host/ (but the exceptions), one line
+/// each.
+fn io_violations(sources: &[Source]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for s in sources {
+        let Some(layer) = s.module.first() else {
+            continue;
+        };
+        let code = s.code.join("\n");
+        if PURE.contains(&layer.as_str()) {
+            let uses_io = |p: &str| {
+                code.match_indices(p).any(|(i, _)| {
+                    let before = code[..i].chars().last();
+                    !before.is_some_and(|c| is_ident(c) || (c == ':' && !p.starts_with("std")))
+                })
+            };
+            let group = code.contains("use std::{")
+                && code.split("use std::{").skip(1).any(|g| {
+                    let items = g.split('}').next().unwrap_or("");
+                    items
+                        .split(|c: char| !is_ident(c))
+                        .any(|w| w == "fs" || w == "env")
+                });
+            for p in IO_PATHS.iter().filter(|p| uses_io(p)) {
+                wrong.push(format!("{}: {layer} does I/O ({p})", s.rel));
+            }
+            if group {
+                wrong.push(format!("{}: {layer} imports std's fs or env", s.rel));
+            }
+        }
+        let exempt = MACHINE_PATHS.iter().any(|(f, _)| *f == s.rel);
+        if layer != "host" && !exempt && (code.contains("\"/proc/") || code.contains("\"/sys/")) {
+            wrong.push(format!(
+                "{}: names a /proc or /sys path outside host/",
+                s.rel
+            ));
         }
     }
     wrong
@@ -321,11 +431,66 @@ fn the_checks_themselves_catch_what_they_must() {
     assert_eq!(
         layers,
         [
-            "model/x.rs: model imports crate::host, a layer above it",
-            "model/x.rs: model imports crate::view, a layer above it",
-            "model/x.rs: model imports crate::session, a layer above it",
-            "stray/z.rs: not in a layer ([\"model\", \"host\", \"kernel\", \"view\", \"session\", \"cli\"])",
+            "model/x.rs: model imports crate::host, not an allowed edge",
+            "model/x.rs: model imports crate::view, not an allowed edge",
+            "model/x.rs: model imports crate::session, not an allowed edge",
+            "stray/z.rs: not in a layer ([\"model\", \"host\", \"kernel\", \"analysis\", \"view\", \"session\", \"cli\"])",
             "model/w.rs: model uses the aya crate",
+        ]
+    );
+    // Edges that skip the table: view reading the kernel, analysis
+    // reading the host; an edge the table allows passes.
+    let edges = layer_violations(&[
+        fake(
+            "view/v.rs",
+            &["view", "v"],
+            "use crate::kernel::probes::Listed;",
+        ),
+        fake(
+            "analysis/a.rs",
+            &["analysis", "a"],
+            "use crate::{host::proc, model::report};",
+        ),
+        fake(
+            "view/ok.rs",
+            &["view", "ok"],
+            "use crate::analysis::Measure;",
+        ),
+    ]);
+    assert_eq!(
+        edges,
+        [
+            "view/v.rs: view imports crate::kernel, not an allowed edge",
+            "analysis/a.rs: analysis imports crate::host, not an allowed edge",
+        ]
+    );
+    // A file read in a pure layer, env in another, a /proc path in the
+    // kernel layer; host may name /proc; a fixture read in a test is fine.
+    let io = io_violations(&[
+        fake(
+            "model/r.rs",
+            &["model", "r"],
+            "fn f() { let _ = std::fs::read_to_string(p); }",
+        ),
+        fake("analysis/e.rs", &["analysis", "e"], "use std::{env, fmt};"),
+        fake(
+            "kernel/p.rs",
+            &["kernel", "p"],
+            "const Z: &str = \"/sys/module/zswap/parameters/enabled\";",
+        ),
+        fake(
+            "host/ok.rs",
+            &["host", "ok"],
+            "let _ = fs::read(\"/proc/vmstat\");",
+        ),
+        fake("view/fmt.rs", &["view", "fmt"], "use std::fmt::Write as _;"),
+    ]);
+    assert_eq!(
+        io,
+        [
+            "model/r.rs: model does I/O (std::fs)",
+            "analysis/e.rs: analysis imports std's fs or env",
+            "kernel/p.rs: names a /proc or /sys path outside host/",
         ]
     );
     let big = fake(

@@ -1,7 +1,7 @@
 //! `attach --serve ADDR`: vmtrace as a Prometheus exporter. An HTTP/1.1
 //! server (hyper) answers `GET /metrics`; each scrape is passed to the
 //! attach loop, the one owner of the probes, which reads the maps and
-//! renders the exposition (`view::metrics`). Nothing is kept per scrape.
+//! renders the exposition (`view::prometheus`). Nothing is kept per scrape.
 //!
 //! Per-cgroup rows live in the kernel table `CGROUP_STALLS`, whose size
 //! is the cap (`--max-cgroups`); their names come from a walk of the
@@ -28,7 +28,7 @@ use crate::{
     host::{cgroupfs, membox::CgroupMounts, proc},
     kernel::{collect, probes::Probes},
     model::vmstat::VmStat,
-    view::metrics::{self, CgroupRow, Exposition, Format, OVERFLOW_CGROUP},
+    view::prometheus::{self, CgroupRow, Exposition, Format, OVERFLOW_CGROUP},
 };
 
 /// What `--serve` was given.
@@ -266,12 +266,12 @@ impl Exporter {
         e.cgroups_expired = self.expired;
         e.psi_us = proc::read_psi().map(|p| (p.some_us, p.full_us));
         let vmstat = VmStat::read().unwrap_or_default();
-        e.vmstat = metrics::VMSTAT_ITEMS
+        e.vmstat = prometheus::VMSTAT_ITEMS
             .iter()
             .filter(|i| vmstat.0.contains_key(**i))
             .map(|&i| (i, vmstat.get(i)))
             .collect();
-        metrics::render(&e, format)
+        prometheus::render(&e, format)
     }
 
     fn cgroup_psi(&self, name: &str) -> Option<(u64, u64)> {

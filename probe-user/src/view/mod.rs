@@ -4,6 +4,6 @@
 
 pub mod compare;
 pub mod export;
-pub mod metrics;
 pub mod plot;
+pub mod prometheus;
 pub mod report;
