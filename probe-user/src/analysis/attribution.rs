@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
-use super::measures::{delays, reclaim_field};
-use super::{AttributionRow, ElapsedSplit};
+use super::measures::{Measure, delays, reclaim_field};
+use super::{AttributionRow, ElapsedSplit, MetricRow};
 use crate::model::report::RunReport;
 
 /// The components of a run's time budget (task-seconds: summed over every
@@ -66,6 +66,23 @@ impl Component {
             Component::OtherSystemCpu => "other system CPU",
             Component::BlockIoWaits => "block I/O waits",
             Component::CpuWait => "waiting for a CPU",
+        }
+    }
+}
+
+impl Component {
+    /// The measures a component is computed from: when a guard marks
+    /// one (its meaning differs between the groups), the component is
+    /// not comparable either and explains nothing.
+    pub fn sources(self) -> &'static [Measure] {
+        match self {
+            Component::UserCpu => &[],
+            Component::ReclaimCpu => &[Measure::ReclaimStallTime],
+            Component::CompactionCpu => &[Measure::Compaction],
+            // What is left of system time after the two above.
+            Component::OtherSystemCpu => &[Measure::ReclaimStallTime, Measure::Compaction],
+            Component::BlockIoWaits => &[Measure::BlockIoDelay],
+            Component::CpuWait => &[Measure::CpuWait],
         }
     }
 }
@@ -174,8 +191,12 @@ pub(super) fn split(diff: f64, equiv: &[f64]) -> Split {
 
 /// The rows (one per component) and, per later group, the split of its
 /// elapsed difference. `ok` holds each group's completed runs (none
-/// empty).
-pub(super) fn attribute(ok: &[Vec<&RunReport>]) -> (Vec<AttributionRow>, Vec<ElapsedSplit>) {
+/// empty); `metrics` the rows with their guards: a component computed
+/// from a guarded measure is marked and takes no part of the split.
+pub(super) fn attribute(
+    ok: &[Vec<&RunReport>],
+    metrics: &[MetricRow],
+) -> (Vec<AttributionRow>, Vec<ElapsedSplit>) {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     // Per group: mean budget and mean elapsed.
     let budgets: Vec<[f64; 6]> = ok
@@ -204,6 +225,12 @@ pub(super) fn attribute(ok: &[Vec<&RunReport>]) -> (Vec<AttributionRow>, Vec<Ela
             elapsed: Vec::new(),
             shares: Vec::new(),
             offsets: Vec::new(),
+            guard: component.sources().iter().find_map(|&m| {
+                metrics
+                    .iter()
+                    .find(|row| row.measure == m)
+                    .and_then(|row| row.guard)
+            }),
         })
         .collect();
     let mut splits = Vec::new();
@@ -211,7 +238,16 @@ pub(super) fn attribute(ok: &[Vec<&RunReport>]) -> (Vec<AttributionRow>, Vec<Ela
         // The midpoint of the two groups' rates: the split then does
         // not depend on which group is the baseline.
         let rate = (per[0] + per[g]) / 2.0;
-        let equiv: Vec<f64> = rows.iter().map(|r| r.diffs[g - 1] * rate).collect();
+        let equiv: Vec<f64> = rows
+            .iter()
+            .map(|r| {
+                if r.guard.is_some() {
+                    0.0
+                } else {
+                    r.diffs[g - 1] * rate
+                }
+            })
+            .collect();
         let diff = elapsed[g] - elapsed[0];
         let s = split(diff, &equiv);
         for (c, row) in rows.iter_mut().enumerate() {
@@ -323,7 +359,7 @@ mod tests {
             .map(|k| job(192.7 + k as f64 * 0.1, 590.0, 95.0, 447.0, 20.0))
             .collect();
         let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
-        let (rows, splits) = attribute(&ok);
+        let (rows, splits) = attribute(&ok, &[]);
         let s = &splits[0];
         assert!((s.difference - 2.7).abs() < 1e-6);
         let pa = s.parallelism[0].unwrap_or(0.0);
@@ -358,7 +394,7 @@ mod tests {
         let a = [job(2.0, 0.5, 0.5, 0.0, 0.0)];
         let b = [job(2.5, 0.5, 0.9, 0.0, 0.0)];
         let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
-        let (rows, splits) = attribute(&ok);
+        let (rows, splits) = attribute(&ok, &[]);
         assert!((rows[3].elapsed[0] - 0.4).abs() < 1e-9, "{rows:?}");
         assert!((splits[0].unexplained - 0.1).abs() < 1e-9);
     }

@@ -181,6 +181,10 @@ pub struct AttributionRow {
     /// Per group after the baseline: when it moved against the elapsed
     /// difference, the elapsed seconds it offset (opposite sign), else 0.
     pub offsets: Vec<f64>,
+    /// The guard of a measure the component is computed from: its
+    /// meaning differs between the groups, so it explains nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<Setting>,
 }
 
 /// A group's elapsed difference to the baseline split into what the
@@ -256,7 +260,7 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
     warnings.extend(measures::absent(&metrics));
     let guards = guards::find(inputs, &ok);
     guards::mark(&mut metrics, &guards);
-    let (attribution, splits) = attribution::attribute(&ok);
+    let (attribution, splits) = attribution::attribute(&ok, &metrics);
     let versus = (1..groups.len())
         .map(|g| versus(g, &groups, &metrics, &attribution, &splits, &ok))
         .collect();

@@ -126,7 +126,10 @@ mod tests {
             env.mthp_enabled.get("64kB").map(String::as_str),
             Some("never")
         );
-        assert_eq!(env.delay_accounting, DelayAccounting::SwapinReadCall);
+        assert_eq!(
+            env.delay_accounting,
+            DelayAccounting::SwapinPolledBlkioSchedule
+        );
         assert_eq!(env.zswap_enabled, None);
     }
 }

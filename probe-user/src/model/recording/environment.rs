@@ -83,16 +83,25 @@ pub struct Environment {
 ///   __delayacct_blkio_end booked the I/O waits of the whole swap-in
 ///   fault as swap-in, not as block I/O;
 /// - 6.1 (mm/page_io.c swap_readpage): delayacct_swapin_start/end wrap
-///   only the read call. An ordinary (async) swap device returns after
-///   submitting the bio; the fault then waits for the page lock in
-///   folio_lock_or_retry -> folio_wait_bit_common -> io_schedule, which
-///   is booked as block I/O. Only synchronous devices (zram, pmem:
-///   SWP_SYNCHRONOUS_IO, which poll inside the call) and frontswap/zswap
-///   loads have their whole read under swap-in;
-/// - 6.12 and 6.18 (mm/page_io.c swap_read_folio): the same for swap-in,
-///   and a workingset folio's read call is also booked as thrashing
-///   (delayacct_thrashing_start, absent from 6.1's swap_readpage).
-///   Kernels between 6.2 and 6.11 were not read: Unknown.
+///   the read call, and a workingset page's read is also booked as
+///   thrashing (delayacct_thrashing_start). An ordinary (async) read
+///   returns after submitting the bio and the fault waits for the page
+///   lock (folio_wait_bit_common -> io_schedule: block I/O); but when the
+///   readahead window is one page (page-cluster 0, or swapin_nr_pages
+///   shrunk to 1) swap_cluster_readahead reads with do_poll and the read
+///   call itself waits in blk_io_schedule, inside the swap-in window.
+///   Block I/O waits are stamped for prev in __schedule
+///   (kernel/sched/core.c: delayacct_blkio_start while prev is current);
+/// - 6.12 and 6.18 (mm/page_io.c swap_read_folio): the read call and
+///   workingset thrashing as in 6.1, no polled read; block I/O is stamped
+///   in __block_task, which under delayed dequeue runs inside another
+///   task's pick, so delayacct_blkio_start stamps `current`, not the
+///   blocking task: some waits are booked from stale stamps, some never.
+///
+/// Kernels between 5.19 and 6.0 and between 6.2 and 6.11 were not read:
+/// Unknown. `SwapinReadCall` and `SwapinReadCallThrashing` are what
+/// older recordings said of 6.1 and 6.12+ (the 6.1 one wrongly: it books
+/// thrashing too); `of_release` gives the current reading.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DelayAccounting {
@@ -101,10 +110,16 @@ pub enum DelayAccounting {
     Unknown,
     /// Before 5.19: swap-in holds the fault's whole I/O wait.
     SwapinWholeWait,
-    /// 5.19 to 6.1: swap-in is the read call; the wait is block I/O.
+    /// Older recordings of 6.1 (see the type's comment).
     SwapinReadCall,
-    /// 6.12 on: as SwapinReadCall, and workingset reads also thrashing.
+    /// Older recordings of 6.12 and later.
     SwapinReadCallThrashing,
+    /// 6.1: swap-in is the read call (polled for a one-page window),
+    /// block I/O stamped for prev in __schedule.
+    SwapinPolledBlkioSchedule,
+    /// 6.12 on: swap-in is the read call, block I/O stamped in
+    /// __block_task (delayed dequeue).
+    SwapinReadCallBlkioBlockTask,
 }
 
 impl DelayAccounting {
@@ -113,8 +128,8 @@ impl DelayAccounting {
         match kernel_version(release) {
             None => DelayAccounting::Unknown,
             Some(v) if v < (5, 19) => DelayAccounting::SwapinWholeWait,
-            Some(v) if v <= (6, 1) => DelayAccounting::SwapinReadCall,
-            Some(v) if v >= (6, 12) => DelayAccounting::SwapinReadCallThrashing,
+            Some((6, 1)) => DelayAccounting::SwapinPolledBlkioSchedule,
+            Some(v) if v >= (6, 12) => DelayAccounting::SwapinReadCallBlkioBlockTask,
             Some(_) => DelayAccounting::Unknown,
         }
     }
@@ -126,6 +141,10 @@ impl DelayAccounting {
             DelayAccounting::SwapinWholeWait => "swap-in holds the I/O wait",
             DelayAccounting::SwapinReadCall => "swap-in is the read call",
             DelayAccounting::SwapinReadCallThrashing => "read call, thrashing too",
+            DelayAccounting::SwapinPolledBlkioSchedule => {
+                "1-page swap reads polled, blkio stamped in __schedule"
+            }
+            DelayAccounting::SwapinReadCallBlkioBlockTask => "blkio stamped in __block_task",
         }
     }
 }
@@ -339,10 +358,10 @@ mod tests {
         use DelayAccounting::*;
         for (release, want) in [
             ("5.15.0-91-generic", SwapinWholeWait),
-            ("6.1.0-57-amd64", SwapinReadCall),
+            ("6.1.0-57-amd64", SwapinPolledBlkioSchedule),
             ("6.6.3", Unknown),
-            ("6.12.57+deb12-amd64", SwapinReadCallThrashing),
-            ("6.18.44-fc-v669", SwapinReadCallThrashing),
+            ("6.12.57+deb12-amd64", SwapinReadCallBlkioBlockTask),
+            ("6.18.44-fc-v669", SwapinReadCallBlkioBlockTask),
             ("", Unknown),
         ] {
             assert_eq!(DelayAccounting::of_release(release), want, "{release}");

@@ -209,7 +209,7 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
     );
     for r in rows {
         let (part, offset) = (r.elapsed[g - 1], r.offsets[g - 1]);
-        let (cell, share) = if noise {
+        let (cell, share) = if noise || r.guard.is_some() {
             ("-".to_string(), String::new())
         } else if offset != 0.0 {
             (format!("({})", signed_diff(offset)), "offset".into())
@@ -219,7 +219,11 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
         };
         let line = format!(
             "{:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
-            r.component.label(),
+            if r.guard.is_some() {
+                format!("{} !", r.component.label())
+            } else {
+                r.component.label().to_string()
+            },
             fmt_secs(r.means[0]),
             fmt_secs(r.means[g]),
             signed_diff(r.diffs[g - 1]),
