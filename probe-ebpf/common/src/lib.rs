@@ -332,7 +332,10 @@ pub enum ReclaimContext {
     Kswapd = 0,
     Direct = 1,
     Memcg = 2,
-    /// Anything else: proactive reclaim, node reclaim, khugepaged, ...
+    /// Anything else: node reclaim (__node_reclaim) and hibernation's
+    /// shrink_all_memory. khugepaged reclaims through try_to_free_pages
+    /// (direct) and memory.reclaim through try_to_free_mem_cgroup_pages
+    /// (memcg), both inside a span the probes saw begin.
     Other = 3,
 }
 

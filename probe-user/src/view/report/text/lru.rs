@@ -179,12 +179,30 @@ fn rest(t: &LruShrinkInactive) -> Option<u64> {
 }
 
 /// What "the rest" is, next to what reclaim wrote (mm_vmscan_write_folio).
+/// An anon folio written to a block device stays under writeback until
+/// the I/O ends, so shrink_folio_list keeps it and a later pass frees it;
+/// a write to zswap (zswap_store in swap_writepage) or zram (a bio that
+/// completes inside submit) has ended when pageout() returns, and the
+/// folio is freed in the same pass.
 fn rest_note(o: &mut String, report: &RunReport, cols: &[LruRowReport]) -> Result {
     let total: Option<u64> = cols.iter().map(|c| rest(&c.totals)).sum();
+    let synchronous = report.swap_causes.as_ref().is_some_and(|c| {
+        c.zswap_active()
+            || c.swap_areas
+                .iter()
+                .any(|a| a.device.as_deref().is_some_and(|d| d.starts_with("zram")))
+    });
     let text = match (total, &report.swap_out) {
         (None, _) => "  the rest: n/a, reclaimed + activated + kept exceed \
                       scanned (the groups do not partition the scan)"
             .to_string(),
+        (Some(rest), Some(w)) if synchronous => format!(
+            "  the rest: kept without a count; swap writes to zswap or \
+             zram end at once, so written anon folios are freed in the \
+             same pass. Reclaim wrote {} folios (mm_vmscan_write_folio), \
+             the rest is {rest} pages",
+            w.anon_folios + w.file_folios
+        ),
         (Some(rest), Some(w)) => format!(
             "  the rest: kept without a count, chiefly folios written out \
              and still under writeback (async swap or file I/O), freed by \
@@ -307,6 +325,43 @@ mod tests {
         assert!(o.contains("traces no LRU shrink events"), "{o}");
         assert!(line(&run("6.18.4", 1000, 1010)).is_empty());
         for l in line(&run("6.12.1", 34847, 28123)).lines() {
+            assert!(l.is_ascii() && l.len() <= 72, "{l:?}");
+        }
+    }
+
+    /// "near 50%" only where swap writes go to a block device: zswap and
+    /// zram end the write inside pageout(), so nothing waits a pass.
+    #[test]
+    fn the_rest_says_near_half_only_for_asynchronous_swap() {
+        use crate::model::report::{SwapArea, SwapCauses, SwapOutReport};
+        let note = |causes: Option<SwapCauses>| {
+            let mut r = run("6.18.4", 1000, 1000);
+            r.swap_out = Some(SwapOutReport {
+                anon_folios: 300,
+                file_folios: 0,
+            });
+            r.swap_causes = causes;
+            let cols = r.lru_shrink_inactive.clone().unwrap_or_default();
+            let mut o = String::new();
+            rest_note(&mut o, &r, &cols).expect("writes");
+            o
+        };
+        assert!(note(None).contains("near 50%"));
+        let zswap = SwapCauses {
+            zswpout: Some(300),
+            ..Default::default()
+        };
+        let o = note(Some(zswap));
+        assert!(!o.contains("near 50%") && o.contains("same pass"), "{o}");
+        let zram = SwapCauses {
+            swap_areas: vec![SwapArea {
+                device: Some("zram0".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(note(Some(zram)).contains("same pass"));
+        for l in note(Some(SwapCauses::default())).lines() {
             assert!(l.is_ascii() && l.len() <= 72, "{l:?}");
         }
     }
