@@ -28,7 +28,8 @@ pub enum Unit {
 }
 
 /// Whose tasks a measure counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// The command's tasks (rusage, delay accounting, the probes'
     /// per-task spans).
@@ -390,6 +391,7 @@ pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<MetricRow> {
             Some(MetricRow {
                 measure,
                 unit: measure.unit(),
+                scope: measure.scope(),
                 groups,
                 changes,
                 guard: None,

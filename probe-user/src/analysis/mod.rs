@@ -82,6 +82,8 @@ pub struct MetricRow {
     #[serde(rename = "name")]
     pub measure: Measure,
     pub unit: Unit,
+    /// Whose tasks it counts (the measure's; serialised for readers).
+    pub scope: measures::Scope,
     /// Per group (None: no run of the group has the metric).
     pub groups: Vec<Option<Describe>>,
     /// Per group after the baseline.

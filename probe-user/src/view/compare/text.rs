@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::{
     AttributionRow, Change, Comparison, ElapsedSplit, Hint, MetricRow, Unit, Verdict, Versus,
-    guards::Guard, stats::Describe,
+    guards::Guard, measures::Scope, stats::Describe,
 };
 
 const NAME: usize = 24;
@@ -141,7 +141,17 @@ fn write_metrics(o: &mut String, metrics: &[MetricRow], others: &[usize], detail
         let _ = write!(head, " {:>8} {:>8}", letter(g), "");
     }
     let _ = writeln!(o, "{}", head.trim_end());
-    for m in metrics {
+    // Grouped by whose tasks a row counts, in table order within each.
+    let scoped = [Scope::Target, Scope::Box, Scope::Machine]
+        .into_iter()
+        .flat_map(|scope| metrics.iter().filter(move |m| m.measure.scope() == scope));
+    let mut last = None;
+    for m in scoped {
+        let scope = m.measure.scope();
+        if last != Some(scope) {
+            let _ = writeln!(o, "{}", scope_heading(scope));
+            last = Some(scope);
+        }
         let mut line = format!("{:<NAME$}", row_label(m));
         line.truncate(NAME);
         while line.len() < NAME {
@@ -373,6 +383,15 @@ fn hint_lines(text: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The heading of a scope's rows in the metric table.
+fn scope_heading(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Target => "-- the command's tasks (rusage, delay acct, eBPF) --",
+        Scope::Box => "-- its memory box (the cgroup's memory.pressure) --",
+        Scope::Machine => "-- the whole machine (vmstat counters, kswapd, swap I/O) --",
+    }
 }
 
 /// The table's row label: the measure's label, ` !` when guarded.
