@@ -11,7 +11,7 @@
 //! - `stall`: other reclaim-side waits: slab shrinking, reclaim
 //!   throttling, compaction;
 //! - `swap`: swap-out (`mm_vmscan_write_folio` of anon folios);
-//! - `oom`: OOM victims (`oom:mark_victim`);
+//! - `oom`: OOM victims (`oom:mark_victim`) and the OOM reaper;
 //! - `zone`: page allocations per zone (opt-in: a hot path);
 //! - `fault`: major-fault counts and, behind an option, fault latency;
 //! - `target`: following a process tree (attach by pid or name);

@@ -2,16 +2,28 @@
 //! sizes, sent to userspace through a ring buffer (a handful per run at
 //! most, so per-event records cost nothing that matters). And the
 //! allocator's "should I retry reclaim?" checks per zone
-//! (`oom:reclaim_retry_zone`), the last step before an OOM kill.
+//! (`oom:reclaim_retry_zone`), the last step before an OOM kill. And the
+//! OOM reaper (`oom:wake_reaper`, `start_`/`finish_`/`skip_task_reaping`),
+//! which frees a victim's memory when the victim does not exit in time.
+//!
+//! The reaper is one kthread (`oom_reaper`, mm/oom_kill.c) that takes
+//! one victim off its list and runs `oom_reap_task()` to the end before
+//! the next; start and finish are both traced inside that one call of
+//! `oom_reap_task_mm()`. So the reap span is a per-task span of the
+//! reaper thread (`TaskSpans::reap_start_ns`), not one keyed by the
+//! victim's pid: no map to fill, and no pairing across tasks.
 
 use aya_ebpf::{
     macros::{map, tracepoint},
     maps::{PerCpuArray, RingBuf},
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, MAX_NODES, MAX_ZONES, OomVictim, zone_cell};
+use vmtrace_common::{Counter, Hist, MAX_NODES, MAX_ZONES, OomVictim, zone_cell};
 
-use crate::shared::{count, field, in_target, now_ns, tracepoint_field, tracepoint_str};
+use crate::{
+    shared::{count, field, in_target, now_ns, record, tracepoint_field, tracepoint_str},
+    task::{since_stamp, stamp},
+};
 
 /// Room for about 80 victims between two reads.
 #[map]
@@ -59,5 +71,37 @@ pub fn reclaim_retry_zone(ctx: TracePointContext) -> u32 {
         // SAFETY: this CPU's cell of a live per-CPU map.
         unsafe { *cell += 1 };
     }
+    0
+}
+
+/// A victim put on the reaper's list (every task's victims).
+#[tracepoint]
+pub fn wake_reaper(_ctx: TracePointContext) -> u32 {
+    count(Counter::OomReaperWakeups, 1);
+    0
+}
+
+/// The reaper got the victim's mmap lock and starts unmapping.
+#[tracepoint]
+pub fn start_task_reaping(_ctx: TracePointContext) -> u32 {
+    count(Counter::OomReapStarts, 1);
+    stamp(|s| &mut s.reap_start_ns);
+    0
+}
+
+/// The pass started above is over (all of it reaped, or retried later).
+#[tracepoint]
+pub fn finish_task_reaping(_ctx: TracePointContext) -> u32 {
+    if let Some(took) = since_stamp(|s| &mut s.reap_start_ns) {
+        record(Hist::OomReap, took);
+    }
+    0
+}
+
+/// An attempt that did not reap: mmap lock busy (retried up to 10
+/// times), or the victim's mm already torn down (MMF_OOM_SKIP).
+#[tracepoint]
+pub fn skip_task_reaping(_ctx: TracePointContext) -> u32 {
+    count(Counter::OomReapSkips, 1);
     0
 }

@@ -12,30 +12,13 @@ use aya_ebpf::{
 use vmtrace_common::{Counter, Hist, THROTTLE_REASONS};
 
 use crate::{
-    shared::{count, field, in_target, now_ns, record, tracepoint_field},
-    task::{TASK_SPANS, TaskSpans},
+    shared::{count, field, in_target, record, tracepoint_field},
+    task::{since_stamp, stamp},
 };
 
 /// Throttling events of target tasks per reason bit.
 #[map]
 static THROTTLE_REASON: PerCpuArray<u64> = PerCpuArray::with_max_entries(THROTTLE_REASONS, 0);
-
-/// Stamps the current task's span `at` (in its `TASK_SPANS` cell).
-#[inline(always)]
-fn stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) {
-    match TASK_SPANS.current() {
-        Some(spans) => *at(spans) = now_ns(),
-        None => count(Counter::SpanStartDropped, 1),
-    }
-}
-
-/// Time since the current task's stamp `at`, which is cleared.
-#[inline(always)]
-fn since_stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) -> Option<u64> {
-    let start = at(TASK_SPANS.current_if_any()?);
-    let started = core::mem::replace(start, 0);
-    (started != 0).then(|| now_ns().saturating_sub(started))
-}
 
 #[tracepoint]
 pub fn shrink_slab_start(_ctx: TracePointContext) -> u32 {

@@ -21,7 +21,9 @@ use aya_ebpf::{
     helpers::generated::{bpf_get_current_task_btf, bpf_task_storage_get},
     macros::btf_map,
 };
-use vmtrace_common::StallTotals;
+use vmtrace_common::{Counter, StallTotals};
+
+use crate::shared::{count, now_ns};
 
 /// BPF_MAP_TYPE_TASK_STORAGE (include/uapi/linux/bpf.h).
 const MAP_TYPE_TASK_STORAGE: usize = 29;
@@ -103,7 +105,28 @@ pub struct TaskSpans {
     pub slab_start_ns: u64,
     /// The compaction run of a target task.
     pub compaction_start_ns: u64,
+    /// The OOM reaper's pass over one victim (this cell is the
+    /// oom_reaper kthread's: it reaps one victim at a time).
+    pub reap_start_ns: u64,
 }
 
 #[btf_map]
 pub static TASK_SPANS: TaskStorage<TaskSpans> = TaskStorage::new();
+
+/// Stamps the current task's span `at` (in its `TASK_SPANS` cell); a
+/// task the kernel gives no cell counts `Counter::SpanStartDropped`.
+#[inline(always)]
+pub fn stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) {
+    match TASK_SPANS.current() {
+        Some(spans) => *at(spans) = now_ns(),
+        None => count(Counter::SpanStartDropped, 1),
+    }
+}
+
+/// Time since the current task's stamp `at`, which is cleared.
+#[inline(always)]
+pub fn since_stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) -> Option<u64> {
+    let start = at(TASK_SPANS.current_if_any()?);
+    let started = core::mem::replace(start, 0);
+    (started != 0).then(|| now_ns().saturating_sub(started))
+}

@@ -119,6 +119,73 @@ pub fn run(mib: usize, passes: usize, seed: u64, thp: bool) -> Option<Stats> {
     }
 }
 
+/// The parked process's pid, which it stores itself (its parent thread
+/// is suspended in the kernel until it exits: vfork).
+static PARKED_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The parked process: stores its pid, then sleeps until killed. It
+/// runs on its own stack in memhog's address space without a TLS of
+/// its own, so it makes raw system calls and one atomic store only.
+extern "C" fn parked(_: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: getpid(2) takes nothing and cannot fail.
+    let pid = unsafe { libc::syscall(libc::SYS_getpid) } as i32;
+    PARKED_PID.store(pid, std::sync::atomic::Ordering::SeqCst);
+    loop {
+        // SAFETY: pause(2) takes nothing; it returns only after a
+        // caught signal, and the parked process catches none.
+        unsafe { libc::syscall(libc::SYS_pause) };
+    }
+}
+
+/// Starts a process that shares this one's memory and only sleeps: a
+/// vfork child (clone CLONE_VM | CLONE_VFORK, on a stack of its own) of
+/// a thread that then waits for it in the kernel. Writes its pid to
+/// `file` (whole: through a rename) and returns once `file` is gone, or
+/// fails after `wait`. The caller may freeze that process meanwhile.
+///
+/// Why a vfork child: the OOM killer never picks a process in vfork
+/// (oom_badness: in_vfork), so memhog is the victim; it kills every
+/// process sharing the victim's memory, but a frozen one cannot exit
+/// and keeps the memory mapped, so the OOM reaper must free it.
+pub fn park_clone(file: &std::path::Path, wait: std::time::Duration) -> std::io::Result<()> {
+    const STACK: usize = 64 << 10;
+    std::thread::spawn(|| {
+        // Leaked: the parked process runs on it until it dies.
+        let stack = Box::leak(vec![0u8; STACK].into_boxed_slice());
+        // SAFETY: the stack is live for ever and its top is rounded
+        // down to 16 bytes; `parked` touches nothing of ours but an
+        // atomic. This thread sleeps in the kernel until it exits.
+        unsafe {
+            let top = (stack.as_mut_ptr().add(STACK) as usize & !15) as *mut libc::c_void;
+            let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+            libc::clone(parked, top, flags, std::ptr::null_mut());
+        }
+    });
+    let start = std::time::Instant::now();
+    let pid = loop {
+        match PARKED_PID.load(std::sync::atomic::Ordering::SeqCst) {
+            0 if start.elapsed() > wait => {
+                return Err(std::io::Error::other("the parked process did not start"));
+            }
+            0 => std::thread::sleep(std::time::Duration::from_millis(1)),
+            pid => break pid,
+        }
+    };
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, format!("{pid}\n"))?;
+    std::fs::rename(&tmp, file)?;
+    while file.exists() {
+        if start.elapsed() > wait {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "still there: nobody took the parked process",
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Ok(())
+}
+
 /// [`run`] in `threads` threads of this process at once, seeds `seed`,
 /// `seed + 1`, ...: pages and touches add up, checksums are xored.
 pub fn run_threads(threads: u32, mib: usize, passes: usize, seed: u64, thp: bool) -> Option<Stats> {

@@ -41,6 +41,10 @@ signal_ids! {
         SwapWrite => ("swap_write", "swap write request"),
         /// One read request from a swap area, issue to completion (ns).
         SwapRead => ("swap_read", "swap read request"),
+        /// One OOM reaper pass over a victim's address space, any task's
+        /// victim: `oom:start_task_reaping` to `finish_task_reaping`,
+        /// both in the oom_reaper kthread (ns).
+        OomReap => ("oom_reap", "OOM reaper pass over a victim"),
     }
 }
 
@@ -90,7 +94,7 @@ signal_ids! {
         /// Compaction runs, every task (direct, kcompactd, proactive).
         CompactionsAll => ("compactions_all", "compaction runs, every task"),
         /// Slab/compaction starts not recorded because the map was full.
-        SpanStartDropped => ("span_start_dropped", "slab/compaction starts dropped (no task storage)"),
+        SpanStartDropped => ("span_start_dropped", "slab/compaction/OOM-reap starts dropped (no task storage)"),
         /// Kernel-mode page faults of target tasks (`page_fault_kernel`).
         KernelFaultsTarget => ("kernel_faults_target", "kernel-mode faults of the target"),
         /// Threads of the target that exited (their faults are counted).
@@ -145,6 +149,15 @@ signal_ids! {
         /// Reclaim stalls of cgroups past `attach --max-cgroups` (the
         /// per-cgroup table full), counted in its overflow row instead.
         CgroupStallsFolded => ("cgroup_stalls_folded", "reclaim stalls folded into the overflow cgroup row"),
+        /// The OOM reaper, every task's victims: victims queued to it
+        /// (`oom:wake_reaper`, 2 s after the kill on 5.18+, and only if
+        /// the victim had not freed its memory by then), its attempts
+        /// that reaped (`start_task_reaping`) and those it skipped
+        /// (`skip_task_reaping`: mmap lock busy, retried; or the mm
+        /// already torn down, MMF_OOM_SKIP).
+        OomReaperWakeups => ("oom_reaper_wakeups", "victims the OOM reaper was woken for"),
+        OomReapStarts => ("oom_reap_starts", "OOM reaper attempts that reaped"),
+        OomReapSkips => ("oom_reap_skips", "OOM reaper attempts skipped"),
     }
 }
 

@@ -206,6 +206,24 @@ pub struct OomVictimReport {
     pub shmem_rss_kb: u64,
 }
 
+/// The OOM reaper over the window, every task's victims (the reaper is
+/// one kthread for the machine). Since 5.18 a victim is queued to it 2 s
+/// after the kill, and only if it has not freed its memory by itself
+/// by then: most victims exit first and are never reaped.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OomReaperReport {
+    /// Victims the reaper was woken for (`oom:wake_reaper`).
+    pub wakeups: u64,
+    /// Its attempts that reaped (`oom:start_task_reaping`).
+    pub reaps: u64,
+    /// Its attempts that did not (`oom:skip_task_reaping`): the victim's
+    /// mmap lock busy (retried, up to 10 attempts a victim) or its mm
+    /// already torn down. reaps + skips >= wakeups.
+    pub skips: u64,
+    /// Each reaping pass, start to finish.
+    pub reap_time: Summary,
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FaultReport {
     /// Major faults of every task while tracing (eBPF).
@@ -431,6 +449,11 @@ pub struct RunReport {
     pub compaction: Option<CompactionReport>,
     /// Every OOM victim while tracing (None: the probe was unavailable).
     pub oom_victims: Option<Vec<OomVictimReport>>,
+    /// The OOM reaper (None: not traced; recordings before it). Left
+    /// out of the JSON when None, so that the reports of recordings made
+    /// before it stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_reaper: Option<OomReaperReport>,
     pub faults: FaultReport,
     #[serde(default)]
     pub delays: Option<DelayReport>,
@@ -493,6 +516,7 @@ impl RunReport {
             Hist::Compaction => self.compaction.as_ref().map(|r| &r.runs),
             Hist::SwapWrite => self.swap_io.as_ref().map(|r| &r.write),
             Hist::SwapRead => self.swap_io.as_ref().map(|r| &r.read),
+            Hist::OomReap => self.oom_reaper.as_ref().map(|r| &r.reap_time),
         }
     }
 

@@ -226,7 +226,7 @@ pub fn render(e: &Exposition, format: Format) -> String {
     w.out
 }
 
-/// The target's histograms.
+/// The kernel's latency histograms (the target's and machine-wide).
 fn histograms(w: &mut Writer, e: &Exposition) {
     let counter = |c: Counter| -> u64 {
         e.counters
@@ -241,8 +241,23 @@ fn histograms(w: &mut Writer, e: &Exposition) {
             Hist::MemcgReclaim => Some(counter(Counter::MemcgReclaimNs)),
             _ => None,
         };
+        // Whose work each times (exhaustive: a new Hist must say):
+        // kswapd, shrinkers, swap I/O and the reaper work for every task.
+        let whose = match h {
+            Hist::KswapdAwake
+            | Hist::SlabShrink
+            | Hist::SwapWrite
+            | Hist::SwapRead
+            | Hist::OomReap => "every task",
+            Hist::DirectReclaim
+            | Hist::MemcgReclaim
+            | Hist::MinorFault
+            | Hist::MajorFault
+            | Hist::Throttle
+            | Hist::Compaction => "of the target",
+        };
         let help = format!(
-            "{} of the target (s); _sum {}",
+            "{} {whose} (s); _sum {}",
             h.title(),
             if exact.is_some() {
                 "exact"

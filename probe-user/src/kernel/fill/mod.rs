@@ -5,7 +5,8 @@
 //! CPU time, the swap layout) and returns every section of the report;
 //! each metric's gate (`enabled(MetricId::X)`) is here, in `traced`.
 //! The submodules build one section each, by signal family: reclaim,
-//! LRU lists, page faults, kswapd and the zones, fault causes; here
+//! LRU lists, page faults, kswapd and the zones, fault causes, the OOM
+//! reaper; here
 //! swap I/O, the OOM victims and what was dropped.
 
 use vmtrace_common::{Counter, Hist, OomVictim};
@@ -29,6 +30,7 @@ use crate::{
 mod faults;
 mod kswapd;
 mod lru;
+mod oom;
 mod reclaim;
 mod swapcause;
 
@@ -152,6 +154,7 @@ fn traced(t: Traced, window: RunReport) -> RunReport {
                 on(ProcessFaults).then(|| totals.processes.iter().map(|(pid, _)| *pid).collect());
             oom_victims(&t.oom_victims, t.started_mono_ns, exited.as_deref())
         }),
+        oom_reaper: on(OomReaper).then(|| oom::reaper(totals)),
         swap_io: on(SwapIo).then(|| swap_io(totals, &t.swap_layout)),
         // Always: the rows of the last sample's zones (none without one).
         zones: kswapd::zones(totals, &t.samples, on(PageAlloc)),

@@ -132,6 +132,7 @@ vmtrace_common::signal_ids! {
         SwapOut => ("swap_out", "swap-out: folios written by reclaim"),
         SwapIo => ("swap_io", "swap device I/O latency"),
         Oom => ("oom", "OOM victims"),
+        OomReaper => ("oom_reaper", "OOM reaper wake-ups, reaps and reap time"),
         ReclaimRetryZone => ("reclaim_retry_zone", "allocator reclaim-retry checks per zone"),
         PageAlloc => ("page_alloc", "page allocations per zone"),
         MajorFault => ("major_fault", "major fault counts"),
@@ -409,6 +410,16 @@ pub const CATALOGUE: &[Metric] = &[
             opt!("file_rss", mark_victim_file_rss),
             opt!("shmem_rss", mark_victim_shmem_rss),
         ])],
+    },
+    Metric {
+        id: MetricId::OomReaper,
+        opt_in: None,
+        programs: &[
+            tp!("wake_reaper", "oom": "wake_reaper", []),
+            tp!("start_task_reaping", "oom": "start_task_reaping", []),
+            tp!("finish_task_reaping", "oom": "finish_task_reaping", []),
+            tp!("skip_task_reaping", "oom": "skip_task_reaping", []),
+        ],
     },
     Metric {
         id: MetricId::ReclaimRetryZone,

@@ -395,6 +395,25 @@ mod tests {
         std::fs::remove_dir_all(&tmp).ok();
     }
 
+    /// The reaper's metric is on on every shipped kernel; a kernel
+    /// without one of its events loses that metric, not the victims.
+    #[test]
+    fn a_kernel_without_the_reaper_events_keeps_the_oom_victims() {
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+            let plan = plan(&TraceFs::at(&kernel_formats(release)), TYPES, &[]).expect("plan");
+            assert!(plan.is_enabled(MetricId::OomReaper), "{release}");
+        }
+        let tmp = tempdir("no-reaper");
+        copy_tree(&kernel_formats("6.12.117+deb12-amd64"), &tmp);
+        std::fs::remove_dir_all(tmp.join("oom/start_task_reaping")).expect("rm");
+        let plan = plan(&TraceFs::at(&tmp), TYPES, &[]).expect("plan");
+        assert_eq!(plan.unavailable.len(), 1, "{:?}", plan.unavailable);
+        assert_eq!(plan.unavailable[0].0, MetricId::OomReaper);
+        assert!(plan.unavailable[0].1.contains("oom:start_task_reaping"));
+        assert!(plan.is_enabled(MetricId::Oom));
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+
     #[test]
     fn a_missing_field_disables_its_metric() {
         let tmp = tempdir("missing-field");

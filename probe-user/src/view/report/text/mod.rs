@@ -21,6 +21,7 @@ mod kswapd;
 mod lru;
 mod membox;
 mod names;
+mod oom;
 mod reclaim;
 mod swap;
 mod timeline;
@@ -50,6 +51,7 @@ const MEASURED: &[Section] = &[
     swap::swap_io,
     kswapd::kswapd,
     oom_victims,
+    oom::reaper,
     zones::zones,
     timeline::timeline,
     counters::lru_sizes,
