@@ -118,13 +118,6 @@ pub struct MemhogArgs {
     /// process
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
-    /// First start a process that shares memhog's memory (clone
-    /// CLONE_VM) and only sleeps, write its pid to FILE, and hog only
-    /// once FILE is removed: a test freezes that process, so that once
-    /// memhog is OOM-killed its memory stays mapped and the OOM reaper
-    /// must free it
-    #[arg(long, value_name = "FILE")]
-    pub park_clone: Option<std::path::PathBuf>,
     /// Print what was done on stderr
     #[arg(short, long)]
     pub verbose: bool,
@@ -142,12 +135,6 @@ pub fn memhog_main(args: impl IntoIterator<Item = OsString>) -> i32 {
     if args.mib == 0 {
         eprintln!("memhog: error: --mib must be at least 1");
         return 2;
-    }
-    if let Some(file) = &args.park_clone
-        && let Err(e) = crate::memhog::park_clone(file, Duration::from_secs(60))
-    {
-        eprintln!("memhog: error: --park-clone {}: {e}", file.display());
-        return 1;
     }
     let Some(stats) =
         crate::memhog::run_threads(args.threads, args.mib, args.passes, args.seed, args.thp)
