@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn a_walk_names_cgroups_by_their_inode() {
-        let dir = std::env::temp_dir().join(format!("vmtrace-walk-{}", std::process::id()));
+        let dir = crate::host::test_scratch("walk");
         let sub = dir.join("a").join("b");
         std::fs::create_dir_all(&sub).expect("mkdir");
         let mut names = HashMap::new();

@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn captures_a_snapshot() {
-        let root = std::env::temp_dir().join(format!("vmtrace-env-test-{}", std::process::id()));
+        let root = crate::host::test_scratch("env");
         let _ = std::fs::remove_dir_all(&root);
         let write = |p: &str, text: &str| {
             let path = root.join(p);

@@ -12,3 +12,17 @@ pub mod proc;
 pub mod recording_file;
 pub mod swapdev;
 pub mod sysctl;
+
+/// A fresh scratch directory for a unit test, under the build's own
+/// `target/` rather than the world-writable /tmp, where another local
+/// user could plant a link at a predictable name before a root test
+/// writes through it.
+#[cfg(test)]
+pub(crate) fn test_scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/unit-scratch")
+        .join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory under target/");
+    dir
+}

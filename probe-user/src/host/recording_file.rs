@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn round_trips_through_a_file() {
         let rec = sample();
-        let dir = std::env::temp_dir().join(format!("vmtrace-rec-test-{}", std::process::id()));
+        let dir = crate::host::test_scratch("rec");
         fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("r.vmtrace.json");
         rec.write(&path, None).expect("writes");
