@@ -43,6 +43,41 @@ pub struct ReclaimReport {
     /// Stall time of each reclaim a target task entered.
     pub stalls: Summary,
     pub pages_reclaimed: u64,
+    /// The stalls' wall time split by what the task did meanwhile
+    /// (None: recordings before the split, or a kernel without BTF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<StallSplit>,
+}
+
+/// Where the wall time of a family of spans (reclaim stalls, compaction
+/// runs) of target tasks went, measured at the scheduler: each span's
+/// time on a CPU, runnable (woken or preempted, waiting for a CPU) and
+/// blocked (asleep), summed over the spans. The programs follow the
+/// task at `sched_switch` (switched out: preempted or asleep; switched
+/// in) and `sched_wakeup` (asleep -> runnable) while a span is open, on
+/// one clock (bpf_ktime_get_ns), so on_cpu + runnable + blocked is each
+/// span's wall time when no switch was missed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StallSplit {
+    pub on_cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub blocked_ns: u64,
+    /// Of `blocked_ns`: sleeps in an I/O wait (`in_iowait`: io_schedule,
+    /// folio and buffer waits for I/O).
+    pub iowait_ns: u64,
+    /// The spans' wall time, summed (begin to end).
+    pub wall_ns: u64,
+    /// The kernel's own figure for the runnable part: the change of the
+    /// task's `sched_info.run_delay` over each span (kernel/sched/stats.h,
+    /// sched_info_arrive), a cross-check of `runnable_ns`.
+    pub run_delay_ns: u64,
+}
+
+impl StallSplit {
+    /// The parts' sum, which should equal `wall_ns`.
+    pub fn parts_ns(&self) -> u64 {
+        self.on_cpu_ns + self.runnable_ns + self.blocked_ns
+    }
 }
 
 /// One (node, context, LRU type) row of `mm_vmscan_lru_shrink_inactive`
@@ -128,6 +163,46 @@ pub struct CompactionReport {
     pub runs: Summary,
     /// Compaction runs of every task (kcompactd and proactive included).
     pub all_tasks: u64,
+    /// The runs' wall time split as the reclaim stalls' (None: not
+    /// measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<StallSplit>,
+}
+
+/// The target's sleeps in an I/O wait, timed at the scheduler on every
+/// kernel alike: from `sched_switch` of a target task that leaves the
+/// CPU blocked with `in_iowait` set, to its `sched_wakeup`. Unlike the
+/// delay accounting's blkio (stamped in `__block_task()` on 6.12+, from
+/// `current`, for a delayed-dequeue task possibly another task's), it
+/// means the same on 6.1, 6.12 and 6.18.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoWaitReport {
+    pub waits: u64,
+    pub total_ns: u64,
+}
+
+/// The whole machine's CPU time over the run (/proc/stat `cpu` line,
+/// summed over CPUs, end minus start), in seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineCpu {
+    /// CPUs online (/proc/stat `cpuN` lines).
+    pub cpus: u32,
+    pub user_s: f64,
+    pub nice_s: f64,
+    pub system_s: f64,
+    pub idle_s: f64,
+    pub iowait_s: f64,
+    pub irq_s: f64,
+    pub softirq_s: f64,
+    pub steal_s: f64,
+}
+
+impl MachineCpu {
+    /// CPU-seconds the CPUs were busy (steal included: a guest's vCPU
+    /// wanted to run then).
+    pub fn busy_s(&self) -> f64 {
+        self.user_s + self.nice_s + self.system_s + self.irq_s + self.softirq_s + self.steal_s
+    }
 }
 
 /// kswapd over the run, system-wide (kswapd works for every task).
@@ -457,6 +532,13 @@ pub struct RunReport {
     pub faults: FaultReport,
     #[serde(default)]
     pub delays: Option<DelayReport>,
+    /// The target's I/O-wait sleeps, timed at the scheduler (None: not
+    /// traced, or recordings before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_waits: Option<IoWaitReport>,
+    /// The machine's CPU time over the run (None: recordings before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_cpu: Option<MachineCpu>,
     pub vmstat: VmstatDelta,
     pub dropped: Dropped,
     /// With --bpf-stats: each eBPF program's runs and run time.

@@ -15,6 +15,7 @@ pub(super) fn reclaim(totals: &KernelTotals, stalls: Hist, pages: Counter) -> Re
     ReclaimReport {
         stalls: summarize(totals.hist(stalls)),
         pages_reclaimed: totals.counter(pages),
+        split: None,
     }
 }
 
@@ -31,6 +32,7 @@ pub(super) fn compaction(totals: &KernelTotals) -> CompactionReport {
     CompactionReport {
         runs: summarize(totals.hist(Hist::Compaction)),
         all_tasks: totals.counter(Counter::CompactionsAll),
+        split: None,
     }
 }
 

@@ -235,6 +235,7 @@ mod tests {
         report.memcg_reclaim = Some(crate::model::report::ReclaimReport {
             stalls: histogram::summarize(&counts),
             pages_reclaimed: 12,
+            split: None,
         });
         rec.runs.push(RecordedRun {
             label: String::new(),

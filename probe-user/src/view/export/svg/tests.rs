@@ -114,10 +114,12 @@ fn report(stall_values: &[u64], tl: Vec<Sample>) -> RunReport {
         memcg_reclaim: Some(ReclaimReport {
             stalls: summary_of(stall_values),
             pages_reclaimed: 1,
+            split: None,
         }),
         direct_reclaim: Some(ReclaimReport {
             stalls: summary_of(&[]),
             pages_reclaimed: 0,
+            split: None,
         }),
         swap_io: Some(SwapIoReport {
             areas: vec!["/swap".into()],
