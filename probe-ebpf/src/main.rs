@@ -15,6 +15,8 @@
 //! - `zone`: page allocations per zone (opt-in: a hot path);
 //! - `fault`: major-fault counts and, behind an option, fault latency;
 //! - `target`: following a process tree (attach by pid or name);
+//! - `sched`: where a target span's time went (on a CPU, runnable,
+//!   blocked) and the target's I/O-wait sleeps, at the scheduler;
 //! - `task`: per-task span stamps (task-local storage);
 //! - `cgroup`: reclaim stalls per cgroup (`attach --serve`).
 //!
@@ -36,6 +38,7 @@ mod kswapd;
 mod lru;
 mod oom;
 mod reclaim;
+mod sched;
 mod shared;
 mod stall;
 mod swap;

@@ -24,7 +24,8 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use vmtrace_common::{
-    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, StallTotals, Staller, order_cell,
+    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, SplitFamily, StallTotals, Staller,
+    order_cell,
 };
 
 use crate::{
@@ -83,9 +84,21 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
         count(Counter::ReclaimStartDropped, 1);
         return;
     };
-    spans.reclaim_start_ns = now_ns();
+    let now = now_ns();
+    spans.reclaim_start_ns = now;
     spans.reclaim_context = context as u32;
     spans.reclaim_target = target as u32;
+    if target {
+        crate::sched::open(&mut spans.split, split_family(context), now);
+    }
+}
+
+#[inline(always)]
+fn split_family(context: ReclaimContext) -> SplitFamily {
+    match context {
+        ReclaimContext::Memcg => SplitFamily::MemcgReclaim,
+        _ => SplitFamily::DirectReclaim,
+    }
 }
 
 #[inline(always)]
@@ -99,9 +112,18 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
         count(Counter::ReclaimEndUnmatched, 1);
         return;
     }
-    let stall = now_ns().saturating_sub(start_ns);
+    let now = now_ns();
+    let stall = now.saturating_sub(start_ns);
     let memcg = spans.reclaim_context == ReclaimContext::Memcg as u32;
     let target = spans.reclaim_target != 0;
+    if target {
+        let family = if memcg {
+            SplitFamily::MemcgReclaim
+        } else {
+            SplitFamily::DirectReclaim
+        };
+        crate::sched::close(&mut spans.split, family, start_ns, now);
+    }
     // The process's row is updated later (`fold_stalls`): a hash lookup
     // here, cold in reclaim, cost more than the rest of the program.
     let p = &mut spans.stalls;

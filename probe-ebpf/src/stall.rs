@@ -9,11 +9,11 @@ use aya_ebpf::{
     maps::PerCpuArray,
     programs::TracePointContext,
 };
-use vmtrace_common::{Counter, Hist, THROTTLE_REASONS};
+use vmtrace_common::{Counter, Hist, SplitFamily, THROTTLE_REASONS};
 
 use crate::{
-    shared::{count, field, in_target, record, tracepoint_field},
-    task::{since_stamp, stamp},
+    shared::{count, field, in_target, now_ns, record, tracepoint_field},
+    task::{TASK_SPANS, since_stamp, stamp},
 };
 
 /// Throttling events of target tasks per reason bit.
@@ -63,15 +63,28 @@ pub fn throttled(ctx: TracePointContext) -> u32 {
 pub fn compaction_begin(_ctx: TracePointContext) -> u32 {
     count(Counter::CompactionsAll, 1);
     if in_target() {
-        stamp(|s| &mut s.compaction_start_ns);
+        let Some(spans) = TASK_SPANS.current() else {
+            count(Counter::SpanStartDropped, 1);
+            return 0;
+        };
+        let now = now_ns();
+        spans.compaction_start_ns = now;
+        crate::sched::open(&mut spans.split, SplitFamily::Compaction, now);
     }
     0
 }
 
 #[tracepoint]
 pub fn compaction_end(_ctx: TracePointContext) -> u32 {
-    if let Some(took) = since_stamp(|s| &mut s.compaction_start_ns) {
-        record(Hist::Compaction, took);
+    let Some(spans) = TASK_SPANS.current_if_any() else {
+        return 0;
+    };
+    let start = core::mem::replace(&mut spans.compaction_start_ns, 0);
+    if start == 0 {
+        return 0;
     }
+    let now = now_ns();
+    record(Hist::Compaction, now.saturating_sub(start));
+    crate::sched::close(&mut spans.split, SplitFamily::Compaction, start, now);
     0
 }

@@ -108,6 +108,8 @@ pub struct TaskSpans {
     /// The OOM reaper's pass over one victim (this cell is the
     /// oom_reaper kthread's: it reaps one victim at a time).
     pub reap_start_ns: u64,
+    /// The open span's time so far, split at the scheduler (`sched`).
+    pub split: crate::sched::Split,
 }
 
 #[btf_map]

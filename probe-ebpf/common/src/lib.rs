@@ -158,8 +158,97 @@ signal_ids! {
         OomReaperWakeups => ("oom_reaper_wakeups", "victims the OOM reaper was woken for"),
         OomReapStarts => ("oom_reap_starts", "OOM reaper attempts that reaped"),
         OomReapSkips => ("oom_reap_skips", "OOM reaper attempts skipped"),
+        /// Where target spans' wall time went, measured at the scheduler
+        /// (probe-ebpf `sched`), per span family (direct reclaim, memcg
+        /// reclaim, compaction), six counters each in this order: on a
+        /// CPU, runnable, blocked, of it in an I/O wait, the spans' wall
+        /// time, and the kernel's `sched_info.run_delay` change over
+        /// them (ns). See [`split_counter`].
+        DirectReclaimOnCpuNs => ("direct_reclaim_on_cpu_ns", "target direct reclaim: on a CPU (ns)"),
+        DirectReclaimRunnableNs => ("direct_reclaim_runnable_ns", "target direct reclaim: runnable (ns)"),
+        DirectReclaimBlockedNs => ("direct_reclaim_blocked_ns", "target direct reclaim: blocked (ns)"),
+        DirectReclaimIowaitNs => ("direct_reclaim_iowait_ns", "target direct reclaim: blocked in I/O wait (ns)"),
+        DirectReclaimSplitWallNs => ("direct_reclaim_split_wall_ns", "target direct reclaim: wall time split (ns)"),
+        DirectReclaimRunDelayNs => ("direct_reclaim_run_delay_ns", "target direct reclaim: kernel run_delay (ns)"),
+        MemcgReclaimOnCpuNs => ("memcg_reclaim_on_cpu_ns", "target memcg reclaim: on a CPU (ns)"),
+        MemcgReclaimRunnableNs => ("memcg_reclaim_runnable_ns", "target memcg reclaim: runnable (ns)"),
+        MemcgReclaimBlockedNs => ("memcg_reclaim_blocked_ns", "target memcg reclaim: blocked (ns)"),
+        MemcgReclaimIowaitNs => ("memcg_reclaim_iowait_ns", "target memcg reclaim: blocked in I/O wait (ns)"),
+        MemcgReclaimSplitWallNs => ("memcg_reclaim_split_wall_ns", "target memcg reclaim: wall time split (ns)"),
+        MemcgReclaimRunDelayNs => ("memcg_reclaim_run_delay_ns", "target memcg reclaim: kernel run_delay (ns)"),
+        CompactionOnCpuNs => ("compaction_on_cpu_ns", "target compaction: on a CPU (ns)"),
+        CompactionRunnableNs => ("compaction_runnable_ns", "target compaction: runnable (ns)"),
+        CompactionBlockedNs => ("compaction_blocked_ns", "target compaction: blocked (ns)"),
+        CompactionIowaitNs => ("compaction_iowait_ns", "target compaction: blocked in I/O wait (ns)"),
+        CompactionSplitWallNs => ("compaction_split_wall_ns", "target compaction: wall time split (ns)"),
+        CompactionRunDelayNs => ("compaction_run_delay_ns", "target compaction: kernel run_delay (ns)"),
+        /// A task in a split span switched in while it was booked asleep
+        /// (its wake-up was not seen): the interval is booked blocked.
+        SplitWakeupMissed => ("split_wakeup_missed", "split spans: switch-ins without a seen wake-up"),
+        /// The target's sleeps in an I/O wait (switched out blocked with
+        /// `in_iowait`, closed at `sched_wakeup`): count and time (ns).
+        IoWaits => ("io_waits", "target I/O-wait sleeps"),
+        IoWaitNs => ("io_wait_ns", "target I/O-wait sleep time (ns)"),
+        /// I/O-wait sleeps not timed: the table of open ones was full.
+        IoWaitDropped => ("io_wait_dropped", "target I/O-wait sleeps not timed (map full)"),
     }
 }
+
+/// A span family whose wall time `sched` splits.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitFamily {
+    DirectReclaim = 1,
+    MemcgReclaim = 2,
+    Compaction = 3,
+}
+
+/// One part of a split span's time (the order of the counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitPart {
+    OnCpu,
+    Runnable,
+    Blocked,
+    Iowait,
+    Wall,
+    RunDelay,
+}
+
+/// The counter holding `part` of `family`'s spans.
+#[inline(always)]
+pub const fn split_counter(family: SplitFamily, part: SplitPart) -> Counter {
+    use Counter::*;
+    use SplitPart::*;
+    match family {
+        SplitFamily::DirectReclaim => match part {
+            OnCpu => DirectReclaimOnCpuNs,
+            Runnable => DirectReclaimRunnableNs,
+            Blocked => DirectReclaimBlockedNs,
+            Iowait => DirectReclaimIowaitNs,
+            Wall => DirectReclaimSplitWallNs,
+            RunDelay => DirectReclaimRunDelayNs,
+        },
+        SplitFamily::MemcgReclaim => match part {
+            OnCpu => MemcgReclaimOnCpuNs,
+            Runnable => MemcgReclaimRunnableNs,
+            Blocked => MemcgReclaimBlockedNs,
+            Iowait => MemcgReclaimIowaitNs,
+            Wall => MemcgReclaimSplitWallNs,
+            RunDelay => MemcgReclaimRunDelayNs,
+        },
+        SplitFamily::Compaction => match part {
+            OnCpu => CompactionOnCpuNs,
+            Runnable => CompactionRunnableNs,
+            Blocked => CompactionBlockedNs,
+            Iowait => CompactionIowaitNs,
+            Wall => CompactionSplitWallNs,
+            RunDelay => CompactionRunDelayNs,
+        },
+    }
+}
+
+/// Most target I/O-wait sleeps open at once (one per sleeping thread).
+pub const MAX_IO_WAITS: u32 = 16384;
 
 /// Buckets of the per-cgroup stall histograms (`CGROUP_STALLS`): bucket
 /// 0 holds 0 ns, bucket k (1..=64) the values 2^(k-1) ..= 2^k - 1 ns, so
@@ -647,6 +736,9 @@ pub struct Fields {
     /// `sched_process_fork.child_pid`.
     pub fork_child_pid: Field,
     pub sched_info_run_delay: Field,
+    /// `task_struct.in_iowait`, a bitfield: `offset` is the byte that
+    /// holds it, `size` the bit's index in that byte (little-endian).
+    pub task_in_iowait: Field,
     /// `mm_vmscan_lru_isolate` fields.
     pub lru_isolate_highest_zoneidx: Field,
     pub lru_isolate_nr_requested: Field,

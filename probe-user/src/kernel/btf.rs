@@ -143,13 +143,18 @@ impl Btf {
     /// Byte offset of `member` in `struct name`, looking through
     /// anonymous struct/union members; None when either is missing.
     pub fn member_offset(&self, name: &str, member: &str) -> Option<u32> {
+        self.member_bit_offset(name, member).map(|bits| bits / 8)
+    }
+
+    /// Bit offset of `member` in `struct name` (a bitfield's own bit).
+    pub fn member_bit_offset(&self, name: &str, member: &str) -> Option<u32> {
         let members = self.types.iter().find_map(|t| match t {
             Type::Composite { name: n, members } if n == name && !members.is_empty() => {
                 Some(members)
             }
             _ => None,
         })?;
-        self.find_in(members, member, 0).map(|bits| bits / 8)
+        self.find_in(members, member, 0)
     }
 
     fn find_in(&self, members: &[Member], member: &str, base_bits: u32) -> Option<u32> {

@@ -9,7 +9,7 @@
 //! reaper; here
 //! swap I/O, the OOM victims and what was dropped.
 
-use vmtrace_common::{Counter, Hist, OomVictim};
+use vmtrace_common::{Counter, Hist, OomVictim, SplitFamily};
 
 use crate::{
     host::swapdev::SwapLayout,
@@ -111,16 +111,31 @@ fn traced(t: Traced, window: RunReport) -> RunReport {
     let on = |id: MetricId| t.enabled.contains(&id);
     let totals = &t.totals;
     RunReport {
-        direct_reclaim: on(DirectReclaim)
-            .then(|| reclaim::reclaim(totals, Hist::DirectReclaim, Counter::DirectReclaimPages)),
-        memcg_reclaim: on(MemcgReclaim)
-            .then(|| reclaim::reclaim(totals, Hist::MemcgReclaim, Counter::MemcgReclaimPages)),
+        direct_reclaim: on(DirectReclaim).then(|| {
+            let split = on(SchedSplit).then_some(SplitFamily::DirectReclaim);
+            reclaim::reclaim(
+                totals,
+                Hist::DirectReclaim,
+                Counter::DirectReclaimPages,
+                split,
+            )
+        }),
+        memcg_reclaim: on(MemcgReclaim).then(|| {
+            let split = on(SchedSplit).then_some(SplitFamily::MemcgReclaim);
+            reclaim::reclaim(
+                totals,
+                Hist::MemcgReclaim,
+                Counter::MemcgReclaimPages,
+                split,
+            )
+        }),
+        io_waits: on(SchedSplit).then(|| reclaim::io_waits(totals)),
         // Always: empty when nothing fed them.
         reclaim_order: reclaim::order_rows(totals),
         top_stallers: reclaim::top_stallers(totals),
         slab_shrink: on(SlabShrink).then(|| reclaim::slab_shrink(totals)),
         throttle: on(Throttle).then(|| reclaim::throttle(totals)),
-        compaction: on(Compaction).then(|| reclaim::compaction(totals)),
+        compaction: on(Compaction).then(|| reclaim::compaction(totals, on(SchedSplit))),
         swap_out: on(SwapOut).then(|| reclaim::swap_out(totals)),
         lru_shrink_inactive: on(LruShrinkInactive).then(|| lru::inactive_rows(totals)),
         reclaim_priority: if on(LruShrinkInactive) {

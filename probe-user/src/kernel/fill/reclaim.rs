@@ -3,19 +3,46 @@
 //! that stalled most, slab shrinking, throttling, compaction and the
 //! folios reclaim wrote out.
 
-use vmtrace_common::{Counter, Hist};
+use vmtrace_common::{Counter, Hist, SplitFamily, SplitPart, split_counter};
 
 use crate::{
     kernel::collect::{KernelTotals, comm_to_string},
     model::{histogram::summarize, report::*},
 };
 
-/// Stall times and pages reclaimed of one kind of reclaim.
-pub(super) fn reclaim(totals: &KernelTotals, stalls: Hist, pages: Counter) -> ReclaimReport {
+/// Stall times and pages reclaimed of one kind of reclaim, with their
+/// split at the scheduler when `split` (the sched_split metric ran).
+pub(super) fn reclaim(
+    totals: &KernelTotals,
+    stalls: Hist,
+    pages: Counter,
+    split: Option<SplitFamily>,
+) -> ReclaimReport {
     ReclaimReport {
         stalls: summarize(totals.hist(stalls)),
         pages_reclaimed: totals.counter(pages),
-        split: None,
+        split: split.map(|f| stall_split(totals, f)),
+    }
+}
+
+/// One span family's split (probe-ebpf `sched`).
+pub(super) fn stall_split(totals: &KernelTotals, family: SplitFamily) -> StallSplit {
+    let c = |part| totals.counter(split_counter(family, part));
+    StallSplit {
+        on_cpu_ns: c(SplitPart::OnCpu),
+        runnable_ns: c(SplitPart::Runnable),
+        blocked_ns: c(SplitPart::Blocked),
+        iowait_ns: c(SplitPart::Iowait),
+        wall_ns: c(SplitPart::Wall),
+        run_delay_ns: c(SplitPart::RunDelay),
+    }
+}
+
+/// The target's I/O-wait sleeps (probe-ebpf `sched`).
+pub(super) fn io_waits(totals: &KernelTotals) -> IoWaitReport {
+    IoWaitReport {
+        waits: totals.counter(Counter::IoWaits),
+        total_ns: totals.counter(Counter::IoWaitNs),
     }
 }
 
@@ -27,12 +54,13 @@ pub(super) fn slab_shrink(totals: &KernelTotals) -> SlabReport {
     }
 }
 
-/// Target compaction runs, and all tasks' count.
-pub(super) fn compaction(totals: &KernelTotals) -> CompactionReport {
+/// Target compaction runs, and all tasks' count; their split when
+/// `split`.
+pub(super) fn compaction(totals: &KernelTotals, split: bool) -> CompactionReport {
     CompactionReport {
         runs: summarize(totals.hist(Hist::Compaction)),
         all_tasks: totals.counter(Counter::CompactionsAll),
-        split: None,
+        split: split.then(|| stall_split(totals, SplitFamily::Compaction)),
     }
 }
 

@@ -69,6 +69,9 @@ pub struct MemberUse {
     /// A missing optional member reads as 0, with a notice; a missing
     /// required one disables the metric.
     pub required: bool,
+    /// A one-bit bitfield: the slot gets the byte holding it as its
+    /// offset and the bit's index in that byte as its size.
+    pub bit: bool,
 }
 
 /// `member!(request, __sector, 8, request_sector)`
@@ -80,6 +83,7 @@ macro_rules! member {
             size: $size,
             slot: |f: &mut Fields| &mut f.$slot,
             required: true,
+            bit: false,
         }
     };
     (optional $strukt:ident . $member:ident, $size:literal, $slot:ident) => {
@@ -89,6 +93,17 @@ macro_rules! member {
             size: $size,
             slot: |f: &mut Fields| &mut f.$slot,
             required: false,
+            bit: false,
+        }
+    };
+    (optional bit $strukt:ident . $member:ident, $slot:ident) => {
+        MemberUse {
+            strukt: stringify!($strukt),
+            member: stringify!($member),
+            size: 0,
+            slot: |f: &mut Fields| &mut f.$slot,
+            required: false,
+            bit: true,
         }
     };
 }
@@ -96,11 +111,18 @@ macro_rules! member {
 /// Kernel type information: where struct members lie on this kernel.
 pub trait KernelTypes {
     fn member_offset(&self, strukt: &str, member: &str) -> Option<u32>;
+    /// The member's offset in bits (bitfields lie inside a byte).
+    fn member_bit_offset(&self, strukt: &str, member: &str) -> Option<u32> {
+        self.member_offset(strukt, member).map(|bytes| bytes * 8)
+    }
 }
 
 impl KernelTypes for crate::kernel::btf::Btf {
     fn member_offset(&self, strukt: &str, member: &str) -> Option<u32> {
         crate::kernel::btf::Btf::member_offset(self, strukt, member)
+    }
+    fn member_bit_offset(&self, strukt: &str, member: &str) -> Option<u32> {
+        crate::kernel::btf::Btf::member_bit_offset(self, strukt, member)
     }
 }
 
@@ -121,6 +143,7 @@ vmtrace_common::signal_ids! {
         DirectReclaim => ("direct_reclaim", "direct reclaim stalls"),
         MemcgReclaim => ("memcg_reclaim", "memcg reclaim stalls"),
         ReclaimStallers => ("reclaim_stallers", "reclaim stall totals per process"),
+        SchedSplit => ("sched_split", "stalls on CPU/runnable/blocked; I/O waits"),
         LruShrinkInactive => ("lru_shrink_inactive", "inactive LRU scanned/reclaimed"),
         LruIsolate => ("lru_isolate", "LRU isolation per highest zone and list"),
         LruShrinkActive => ("lru_shrink_active", "active LRU deactivation"),
@@ -260,6 +283,36 @@ pub const CATALOGUE: &[Metric] = &[
                     member!(task_struct.tgid, 4, task_tgid),
                     member!(task_struct.comm, 16, task_comm),
                 ],
+            },
+        ],
+    },
+    // Where the target's reclaim stalls and compaction runs spent their
+    // time, and its I/O-wait sleeps, at the scheduler (probe-ebpf sched).
+    Metric {
+        id: MetricId::SchedSplit,
+        opt_in: None,
+        programs: &[
+            Program {
+                name: "sched_switch",
+                hook: Hook::BtfTracepoint {
+                    system: "sched",
+                    event: "sched_switch",
+                },
+                fields: &[],
+                members: &[
+                    member!(optional bit task_struct.in_iowait, task_in_iowait),
+                    member!(optional task_struct.sched_info, 8, task_sched_info),
+                    member!(optional sched_info.run_delay, 8, sched_info_run_delay),
+                ],
+            },
+            Program {
+                name: "sched_wakeup",
+                hook: Hook::BtfTracepoint {
+                    system: "sched",
+                    event: "sched_wakeup",
+                },
+                fields: &[],
+                members: &[],
             },
         ],
     },

@@ -187,13 +187,26 @@ fn resolve_members(
                 m.strukt, m.member
             ));
         };
-        match types.member_offset(m.strukt, m.member).map(u16::try_from) {
-            Some(Ok(offset)) => {
-                *(m.slot)(&mut r.fields) = Field {
+        let field = if m.bit {
+            types
+                .member_bit_offset(m.strukt, m.member)
+                .and_then(|bits| {
+                    Some(Field {
+                        offset: u16::try_from(bits / 8).ok()?,
+                        size: (bits % 8) as u16,
+                    })
+                })
+        } else {
+            types
+                .member_offset(m.strukt, m.member)
+                .and_then(|offset| u16::try_from(offset).ok())
+                .map(|offset| Field {
                     offset,
                     size: m.size,
-                }
-            }
+                })
+        };
+        match field {
+            Some(field) => *(m.slot)(&mut r.fields) = field,
             _ if !m.required => r.partial.push(format!(
                 "kernel BTF has no usable {}.{}: it reads 0",
                 m.strukt, m.member
@@ -275,6 +288,9 @@ mod tests {
                 // start_time (ktime at fork) on 6.1, 6.12 and 6.18 alike.
                 ("task_struct", "start_time") => Some(2424),
                 ("task_struct", "tgid") => Some(1268),
+                // A bitfield in the byte at 1220 (its bit: see
+                // member_bit_offset).
+                ("task_struct", "in_iowait") => Some(1220),
                 ("task_struct", "comm") => Some(1752),
                 ("request", "__sector") => Some(48),
                 ("request", "__data_len") => Some(44),
@@ -302,7 +318,7 @@ mod tests {
 
     #[test]
     fn every_shipped_kernel_has_every_default_metric() {
-        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v1045"] {
             let tracefs = TraceFs::at(&kernel_formats(release));
             let plan = plan(
                 &tracefs,
@@ -399,7 +415,7 @@ mod tests {
     /// without one of its events loses that metric, not the victims.
     #[test]
     fn a_kernel_without_the_reaper_events_keeps_the_oom_victims() {
-        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v669"] {
+        for release in ["6.1.0-57-amd64", "6.12.117+deb12-amd64", "6.18.44-fc-v1045"] {
             let plan = plan(&TraceFs::at(&kernel_formats(release)), TYPES, &[]).expect("plan");
             assert!(plan.is_enabled(MetricId::OomReaper), "{release}");
         }
@@ -417,7 +433,7 @@ mod tests {
     #[test]
     fn a_missing_field_disables_its_metric() {
         let tmp = tempdir("missing-field");
-        copy_tree(&kernel_formats("6.18.44-fc-v669"), &tmp);
+        copy_tree(&kernel_formats("6.18.44-fc-v1045"), &tmp);
         let path = tmp.join("vmscan/mm_vmscan_lru_shrink_inactive/format");
         let text = std::fs::read_to_string(&path).expect("read");
         let text: String = text
@@ -479,14 +495,15 @@ mod tests {
         assert!(off.unavailable.is_empty());
         let no_btf = plan(&tracefs, None, &[OptIn::FaultLatency]).expect("plan");
         assert!(!no_btf.is_enabled(MetricId::FaultLatency));
-        // Without BTF: the stall table's task iterator, swap I/O, fault
-        // latency, kernel faults and per-process faults go, each saying
-        // why; everything else stays.
+        // Without BTF: the stall table's task iterator, the split at the
+        // scheduler, swap I/O, fault latency, kernel faults and
+        // per-process faults go, each saying why; everything else stays.
         let gone: Vec<MetricId> = no_btf.unavailable.iter().map(|(id, _)| *id).collect();
         assert_eq!(
             gone,
             [
                 MetricId::ReclaimStallers,
+                MetricId::SchedSplit,
                 MetricId::SwapIo,
                 MetricId::ProcessFaults,
                 MetricId::KernelFaults,

@@ -339,6 +339,7 @@ mod tests {
                         MetricId::ProcessFaults,
                         MetricId::SwapIo,
                         MetricId::ReclaimStallers,
+                        MetricId::SchedSplit,
                     ]
                     .iter()
                     .any(|id| id.name() == m.id)
