@@ -362,8 +362,8 @@ pub(super) struct Split {
 }
 
 /// Splits an elapsed difference `diff` (s) among the components'
-/// elapsed equivalents `equiv` (s, signed: each one's task-second
-/// difference times `seconds_per_task_second`).
+/// elapsed equivalents `equiv` (s, signed: each one's difference times
+/// its rate, `w` for CPU-seconds, `w_io` for task-seconds of waiting).
 ///
 /// Those that moved with the difference contribute, those that moved
 /// against it offset. Explained is the net (contributions less offsets),
