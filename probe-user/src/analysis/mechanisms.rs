@@ -112,9 +112,10 @@ impl Evidence<'_> {
 
     /// The elapsed seconds of the difference attributed to a component
     /// of the time budget (attribution.rs): with the difference's sign,
-    /// never more than it, 0 for a component that moved against it.
-    /// Mechanisms claim disjoint components, so together they never
-    /// claim more than the difference either.
+    /// never more than it, 0 for a component that moved against it (or
+    /// one the budget lacks). Mechanisms claim disjoint fractions of
+    /// these parts, so together they never claim more than the
+    /// difference either.
     fn comp(&self, component: Component) -> f64 {
         self.row(component).map_or(0.0, |a| a.elapsed[self.g - 1])
     }
@@ -860,6 +861,7 @@ mod tests {
                 pgmajfault: Some(swapins + files + 4 * i),
                 pswpin: Some(swapins + i),
                 swap_ra: Some(0),
+                refault_file: Some(files + 5 * i),
                 ..Default::default()
             }),
             vmstat: crate::model::report::VmstatDelta {
@@ -968,7 +970,8 @@ mod tests {
     }
 
     /// Swap-ins and file reads both grew, file reads nine times as much
-    /// (file refaults dominate): file reads get the larger share of the
+    /// (file refaults dominate: evicted file pages read back): file
+    /// reads get the larger share of the
     /// I/O waits, swap-in the rest, by fault counts and by the swap
     /// device's read time alike; neither takes the whole bucket.
     #[test]
