@@ -971,9 +971,9 @@ mod tests {
 
     /// Swap-ins and file reads both grew, file reads nine times as much
     /// (file refaults dominate: evicted file pages read back): file
-    /// reads get the larger share of the
-    /// I/O waits, swap-in the rest, by fault counts and by the swap
-    /// device's read time alike; neither takes the whole bucket.
+    /// reads get the larger share of the I/O waits, swap-in the rest,
+    /// by fault counts and by the swap device's read time alike;
+    /// neither takes the whole bucket.
     #[test]
     fn file_reads_get_the_larger_share_when_they_dominate() {
         for swap_io in [false, true] {
