@@ -1,88 +1,177 @@
-//! Where the time went: each run's time budget in task-seconds (CPU time,
-//! reclaim and compaction inside it, I/O and run-queue waits), the job's
-//! measured parallelism, and the attribution of a group's elapsed-time
-//! difference to the budget's components, bounded so that no part ever
-//! exceeds the difference it explains. docs/COMPARE.md has the model and
-//! its limits.
+//! Where the time went: each run's time budget (the target's CPU time
+//! in CPU-seconds, split by what the eBPF probes measured on the CPU;
+//! its waits in task-seconds; the CPU time of every other task of the
+//! machine), the rates at which those seconds turn into elapsed seconds,
+//! and the attribution of a group's elapsed-time difference to the
+//! budget's components, bounded so that no part ever exceeds the
+//! difference it explains.
+//!
+//! The budget holds for any job on any machine because each kind of
+//! second converts at the rate that bounds what it can cost:
+//!
+//! - a CPU-second (the target's, kswapd's, other tasks', steal) costs
+//!   `w = elapsed / machine busy CPU-seconds`, at most 1: with B busy
+//!   CPUs on average, one more CPU-second of work delays the machine's
+//!   work by about 1/B seconds, whatever number of tasks wait for them
+//!   (a -j 8 job on 2 CPUs: 1/2, not 1/8);
+//! - a task-second of waiting (I/O waits, reclaim's and compaction's
+//!   sleeps) uses no CPU, so the machine's load says nothing of it; it
+//!   costs `w_io = elapsed / (target CPU-seconds + target wait
+//!   task-seconds)`, at most 1: the job's own concurrency, the tasks of
+//!   the job doing something at once, one of which is held up.
+//!
+//! Waiting for a CPU (run_delay) is not a component: it is a symptom
+//! (about (N - n) x elapsed for N runnable tasks on n CPUs) that shrinks
+//! whenever elapsed does, and counting it would count the CPU time that
+//! caused it twice. It is reported beside the budget.
+//!
+//! Older recordings lack the measured sources; each component then
+//! falls back, marked (`AttributionRow::fallback`): reclaim and
+//! compaction to their wall time capped at system time, block I/O to
+//! delay accounting's blkio, and without the machine's CPU time every
+//! second converts at `w_io` and the machine's components are left out.
+//! docs/COMPARE.md has the model and its limits.
 
 use serde::Serialize;
 
-use super::measures::{Measure, delays, reclaim_field};
+use super::measures::{Measure, delays};
 use super::{AttributionRow, ElapsedSplit, MetricRow};
-use crate::model::report::RunReport;
+use crate::model::report::{ReclaimReport, RunReport, StallSplit};
 
-/// The components of a run's time budget (task-seconds: summed over every
-/// task of the job), in the order shown.
+/// The components of a run's time budget, in the order shown.
 ///
-/// A task is on a CPU (user or system time), waiting for one (runnable),
-/// in an I/O wait, or asleep otherwise. rusage gives the CPU time of the
-/// command and its children; the kernel's delay accounting, read at each
-/// task's exit, the waits (`blkio_delay` and `sched_info.run_delay`).
-/// These four are disjoint for one task: run_delay counts only while the
-/// task is runnable and not running (kernel/sched/stats.h,
-/// sched_info_arrive/depart), blkio only from an io_schedule() sleep to
-/// its wake-up (kernel/sched/core.c: `in_iowait` in __schedule and
-/// try_to_wake_up; 6.1, 6.12 and 6.18 alike). System time is split
-/// further by what the eBPF probes timed inside it: reclaim, then
-/// compaction, each capped at the system time left, because their
-/// off-CPU part (writeback waits, congestion sleeps) is already in the
-/// block I/O waits or in other sleep.
-///
-/// Left out on purpose, as they overlap the columns above: the swap-in
-/// delay (mm/page_io.c swap_read_folio: the read's submission, a zswap
-/// load's decompression on the CPU, a synchronous device's whole read;
-/// the wait for an asynchronous read is the fault's folio lock, a block
-/// I/O wait), the thrashing delay (a folio wait, also block I/O) and the
-/// reclaim delay ("freepages": CPU and waits). Other sleep (pipes,
-/// wait4, timers) is not measured: vmtrace does not record the tasks'
-/// lifetimes, so it stays in "unexplained".
+/// The target's components are disjoint for one task at one moment: it
+/// is on a CPU (user, or system split into reclaim's and compaction's
+/// on-CPU time and the rest), asleep in reclaim or compaction, in an
+/// I/O wait elsewhere, runnable (the symptom, not here) or asleep
+/// otherwise (not measured: vmtrace does not record the tasks'
+/// lifetimes, so it stays in "unexplained"). The machine's components
+/// are the CPU time of every other task: kswapd, the rest, and a
+/// guest's steal. Left out on purpose, as they overlap the above: the
+/// swap-in delay, the thrashing delay and the reclaim delay of delay
+/// accounting (CPU and waits mixed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Component {
     UserCpu,
     ReclaimCpu,
     CompactionCpu,
     OtherSystemCpu,
+    ReclaimWaits,
+    CompactionWaits,
     BlockIoWaits,
-    CpuWait,
+    KswapdCpu,
+    OtherTasksCpu,
+    Steal,
 }
+
+/// What a component's seconds are, which decides the rate they convert
+/// to elapsed seconds at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// CPU-seconds of the target: `w`.
+    TargetCpu,
+    /// Task-seconds of the target's waits: `w_io`.
+    Wait,
+    /// CPU-seconds of other tasks of the machine: `w`.
+    MachineCpu,
+}
+
+/// The number of components.
+const N: usize = 10;
 
 impl Component {
     /// Every component, in the order shown (the budget's order).
-    pub const ALL: [Component; 6] = [
+    pub const ALL: [Component; N] = [
         Component::UserCpu,
         Component::ReclaimCpu,
         Component::CompactionCpu,
         Component::OtherSystemCpu,
+        Component::ReclaimWaits,
+        Component::CompactionWaits,
         Component::BlockIoWaits,
-        Component::CpuWait,
+        Component::KswapdCpu,
+        Component::OtherTasksCpu,
+        Component::Steal,
     ];
 
     /// As printed: for reading only, no decision reads it.
     pub fn label(self) -> &'static str {
         match self {
             Component::UserCpu => "user CPU",
-            Component::ReclaimCpu => "reclaim (system CPU)",
-            Component::CompactionCpu => "compaction (system CPU)",
+            Component::ReclaimCpu => "reclaim on-CPU",
+            Component::CompactionCpu => "compaction on-CPU",
             Component::OtherSystemCpu => "other system CPU",
+            Component::ReclaimWaits => "reclaim waits",
+            Component::CompactionWaits => "compaction waits",
             Component::BlockIoWaits => "block I/O waits",
-            Component::CpuWait => "waiting for a CPU",
+            Component::KswapdCpu => "kswapd CPU",
+            Component::OtherTasksCpu => "other tasks' CPU",
+            Component::Steal => "steal",
         }
     }
-}
 
-impl Component {
-    /// The measures a component is computed from: when a guard marks
-    /// one (its meaning differs between the groups), the component is
-    /// not comparable either and explains nothing.
-    pub fn sources(self) -> &'static [Measure] {
+    pub fn kind(self) -> Kind {
         match self {
-            Component::UserCpu => &[],
-            Component::ReclaimCpu => &[Measure::ReclaimStallTime],
-            Component::CompactionCpu => &[Measure::Compaction],
+            Component::UserCpu
+            | Component::ReclaimCpu
+            | Component::CompactionCpu
+            | Component::OtherSystemCpu => Kind::TargetCpu,
+            Component::ReclaimWaits | Component::CompactionWaits | Component::BlockIoWaits => {
+                Kind::Wait
+            }
+            Component::KswapdCpu | Component::OtherTasksCpu | Component::Steal => Kind::MachineCpu,
+        }
+    }
+
+    /// The unit of its seconds: "CPU-s" or "task-s" (waits summed over
+    /// the job's tasks).
+    pub fn unit(self) -> &'static str {
+        match self.kind() {
+            Kind::Wait => "task-s",
+            Kind::TargetCpu | Kind::MachineCpu => "CPU-s",
+        }
+    }
+
+    /// What a fallback row holds instead of the measured source, as
+    /// printed (None: the component has no fallback).
+    pub fn fallback_note(self) -> Option<&'static str> {
+        match self {
+            Component::ReclaimCpu => Some(
+                "reclaim wall time, not measured on-CPU (capped at system \
+                 time: the recording predates the scheduler split)",
+            ),
+            Component::CompactionCpu => Some(
+                "compaction wall time, not measured on-CPU (capped at the \
+                 system time left: the recording predates the split)",
+            ),
+            Component::BlockIoWaits => Some(
+                "delay accounting's blkio, not I/O waits timed at the \
+                 scheduler (the recording predates them)",
+            ),
+            _ => None,
+        }
+    }
+
+    /// The measures a component is computed from on `basis`: when a
+    /// guard marks one (its meaning differs between the groups), the
+    /// component is not comparable either and explains nothing.
+    pub fn sources(self, basis: Basis) -> &'static [Measure] {
+        use Measure::{BlockIoDelay, Compaction, IoWaitTime, ReclaimOnCpu, ReclaimStallTime};
+        match self {
+            Component::ReclaimCpu if basis.reclaim_split => &[ReclaimOnCpu],
+            Component::ReclaimCpu => &[ReclaimStallTime],
+            Component::CompactionCpu if basis.compaction_split => &[],
+            Component::CompactionCpu => &[Compaction],
             // What is left of system time after the two above.
-            Component::OtherSystemCpu => &[Measure::ReclaimStallTime, Measure::Compaction],
-            Component::BlockIoWaits => &[Measure::BlockIoDelay],
-            Component::CpuWait => &[Measure::CpuWait],
+            Component::OtherSystemCpu => match (basis.reclaim_split, basis.compaction_split) {
+                (true, true) => &[ReclaimOnCpu],
+                (true, false) => &[ReclaimOnCpu, Compaction],
+                (false, true) => &[ReclaimStallTime],
+                (false, false) => &[ReclaimStallTime, Compaction],
+            },
+            Component::BlockIoWaits if basis.io_waits => &[IoWaitTime],
+            Component::BlockIoWaits => &[BlockIoDelay],
+            _ => &[],
         }
     }
 }
@@ -94,31 +183,160 @@ impl Serialize for Component {
     }
 }
 
-/// A run's budget: task-seconds per component, in `Component::ALL`'s
-/// order.
-pub(super) fn budget(r: &RunReport) -> [f64; 6] {
-    let secs = |ns: u64| ns as f64 / 1e9;
-    let reclaim_stall = reclaim_field(r, |s| s.stalls.total_ns as f64 / 1e9).unwrap_or(0.0);
-    let compaction_wall = r.compaction.as_ref().map_or(0.0, |c| secs(c.runs.total_ns));
-    let user = r.usage.user_s.max(0.0);
-    let sys = r.usage.sys_s.max(0.0);
-    let reclaim = reclaim_stall.clamp(0.0, sys);
-    let compaction = compaction_wall.clamp(0.0, sys - reclaim);
-    let other_sys = sys - reclaim - compaction;
-    let (blkio, cpu_wait) = delays(r).map_or((0.0, 0.0), |d| (secs(d.blkio_ns), secs(d.cpu_ns)));
-    [user, reclaim, compaction, other_sys, blkio, cpu_wait]
+/// What a comparison's budgets are computed from: a measured source
+/// only where every run has it, so that both groups' figures mean the
+/// same thing; else the older source, marked, for every run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Basis {
+    /// Reclaim stalls split at the scheduler (on-CPU, asleep).
+    pub reclaim_split: bool,
+    /// Compaction runs split likewise.
+    pub compaction_split: bool,
+    /// The target's I/O-wait sleeps timed at the scheduler.
+    pub io_waits: bool,
+    /// The machine's CPU time (/proc/stat).
+    pub machine_cpu: bool,
 }
 
-/// Elapsed seconds one task-second of the budget stands for: 1 / P,
-/// where P, the job's parallelism, is the budget's task-seconds over the
-/// elapsed time (the average number of tasks on a CPU, waiting for one
-/// or in an I/O wait), taken as 1 when it is below 1. A task is in one
-/// state at a time, so a task-second can cost at most one second of
-/// elapsed time; below 1 the job also sleeps otherwise (unmeasured), and
-/// that sleep is not spread over the components.
-pub(super) fn seconds_per_task_second(task_s: f64, elapsed: f64) -> f64 {
-    if task_s > 0.0 && elapsed > 0.0 && task_s.is_finite() && elapsed.is_finite() {
-        (elapsed / task_s).min(1.0)
+impl Basis {
+    pub fn of<'a>(runs: impl Iterator<Item = &'a RunReport> + Clone) -> Basis {
+        let all = |f: fn(&RunReport) -> bool| runs.clone().all(f);
+        Basis {
+            reclaim_split: all(|r| reclaims(r).all(|s| s.split.is_some())),
+            compaction_split: all(|r| r.compaction.as_ref().is_none_or(|c| c.split.is_some())),
+            io_waits: all(|r| r.io_waits.is_some()),
+            machine_cpu: all(|r| r.machine_cpu.is_some()),
+        }
+    }
+
+    /// Whether the component is in the budget at all (reclaim's and
+    /// compaction's sleeps need their split, the machine's components
+    /// the machine's CPU time).
+    pub fn has(self, c: Component) -> bool {
+        match c {
+            Component::ReclaimWaits => self.reclaim_split,
+            Component::CompactionWaits => self.compaction_split,
+            _ if c.kind() == Kind::MachineCpu => self.machine_cpu,
+            _ => true,
+        }
+    }
+
+    /// Whether the component is computed from its older source.
+    pub fn fallback(self, c: Component) -> bool {
+        match c {
+            Component::ReclaimCpu => !self.reclaim_split,
+            Component::CompactionCpu => !self.compaction_split,
+            Component::BlockIoWaits => !self.io_waits,
+            _ => false,
+        }
+    }
+}
+
+/// The direct and memcg reclaim reports a run has.
+fn reclaims(r: &RunReport) -> impl Iterator<Item = &ReclaimReport> {
+    r.direct_reclaim.iter().chain(r.memcg_reclaim.iter())
+}
+
+/// The reclaim stalls' split, summed over direct and memcg reclaim
+/// (None when a report lacks it, or there is none).
+pub(super) fn reclaim_split(r: &RunReport) -> Option<StallSplit> {
+    let mut sum: Option<StallSplit> = None;
+    for s in reclaims(r) {
+        let x = s.split.as_ref()?;
+        let t = sum.get_or_insert_with(StallSplit::default);
+        t.on_cpu_ns += x.on_cpu_ns;
+        t.runnable_ns += x.runnable_ns;
+        t.blocked_ns += x.blocked_ns;
+        t.iowait_ns += x.iowait_ns;
+        t.wall_ns += x.wall_ns;
+        t.run_delay_ns += x.run_delay_ns;
+    }
+    sum
+}
+
+/// The machine's CPU time other than the target's, in CPU-seconds:
+/// kswapd's (every node's thread), other tasks' (the busy CPU time less
+/// the target's, kswapd's and steal, at least 0) and steal (a guest's
+/// vCPUs ready while the host ran something else). None without the
+/// machine's CPU time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MachineParts {
+    pub kswapd: f64,
+    pub other_tasks: f64,
+    pub steal: f64,
+}
+
+pub fn machine_parts(r: &RunReport) -> Option<MachineParts> {
+    let m = r.machine_cpu.as_ref()?;
+    let kswapd: f64 = r
+        .kswapd
+        .as_ref()
+        .map_or(0.0, |k| k.nodes.iter().map(|n| n.cpu_s.max(0.0)).sum());
+    let steal = m.steal_s.max(0.0);
+    let target = r.usage.user_s.max(0.0) + r.usage.sys_s.max(0.0);
+    Some(MachineParts {
+        kswapd,
+        other_tasks: (m.busy_s() - target - kswapd - steal).max(0.0),
+        steal,
+    })
+}
+
+/// A run's budget on `basis`: seconds per component, in
+/// `Component::ALL`'s order (0 for one the basis leaves out).
+pub(super) fn budget(r: &RunReport, basis: Basis) -> [f64; N] {
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let user = r.usage.user_s.max(0.0);
+    let sys = r.usage.sys_s.max(0.0);
+    let rsplit = reclaim_split(r).filter(|_| basis.reclaim_split);
+    let csplit = r
+        .compaction
+        .as_ref()
+        .and_then(|c| c.split.clone())
+        .filter(|_| basis.compaction_split);
+    let reclaim = match &rsplit {
+        Some(s) => secs(s.on_cpu_ns),
+        None => reclaims(r).map(|s| secs(s.stalls.total_ns)).sum(),
+    }
+    .clamp(0.0, sys);
+    let compaction = match &csplit {
+        Some(s) => secs(s.on_cpu_ns),
+        None => r.compaction.as_ref().map_or(0.0, |c| secs(c.runs.total_ns)),
+    }
+    .clamp(0.0, sys - reclaim);
+    let other_sys = sys - reclaim - compaction;
+    let blocked = |s: &Option<StallSplit>| s.as_ref().map_or(0.0, |s| secs(s.blocked_ns));
+    let iowait = |s: &Option<StallSplit>| s.as_ref().map_or(0.0, |s| secs(s.iowait_ns));
+    // Reclaim's and compaction's I/O waits are theirs: out of block I/O.
+    let io = match (&r.io_waits, delays(r)) {
+        (Some(w), _) if basis.io_waits => secs(w.total_ns),
+        (_, Some(d)) if !basis.io_waits => secs(d.blkio_ns),
+        _ => 0.0,
+    };
+    let block_io = (io - iowait(&rsplit) - iowait(&csplit)).max(0.0);
+    let m = machine_parts(r).filter(|_| basis.machine_cpu);
+    let (kswapd, others, steal) = m.map_or((0.0, 0.0, 0.0), |m| (m.kswapd, m.other_tasks, m.steal));
+    [
+        user,
+        reclaim,
+        compaction,
+        other_sys,
+        blocked(&rsplit),
+        blocked(&csplit),
+        block_io,
+        kswapd,
+        others,
+        steal,
+    ]
+}
+
+/// Elapsed seconds one second of `load_s` (CPU-seconds or task-seconds
+/// over `elapsed`) stands for: elapsed / load, at most 1. A task is in
+/// one state at a time, so one more second of it can cost at most one
+/// elapsed second; a load below 1 (idle CPUs, a job that also sleeps
+/// otherwise) does not make a second cost more than that.
+pub(super) fn elapsed_per_second(load_s: f64, elapsed: f64) -> f64 {
+    if load_s > 0.0 && elapsed > 0.0 && load_s.is_finite() && elapsed.is_finite() {
+        (elapsed / load_s).min(1.0)
     } else {
         1.0
     }
@@ -144,8 +362,8 @@ pub(super) struct Split {
 }
 
 /// Splits an elapsed difference `diff` (s) among the components'
-/// elapsed equivalents `equiv` (s, signed: each one's task-second
-/// difference times `seconds_per_task_second`).
+/// elapsed equivalents `equiv` (s, signed: each one's difference times
+/// its rate, `w` for CPU-seconds, `w_io` for task-seconds of waiting).
 ///
 /// Those that moved with the difference contribute, those that moved
 /// against it offset. Explained is the net (contributions less offsets),
@@ -189,98 +407,142 @@ pub(super) fn split(diff: f64, equiv: &[f64]) -> Split {
     s
 }
 
-/// The rows (one per component) and, per later group, the split of its
-/// elapsed difference. `ok` holds each group's completed runs (none
-/// empty); `metrics` the rows with their guards: a component computed
-/// from a guarded measure is marked and takes no part of the split.
+/// One group's mean figures: its budget, elapsed time, the machine's
+/// busy CPU-seconds and the run-queue waits (the symptom).
+struct GroupBudget {
+    budget: [f64; N],
+    elapsed: f64,
+    busy: Option<f64>,
+    cpu_wait: Option<f64>,
+}
+
+impl GroupBudget {
+    fn of(runs: &[&RunReport], basis: Basis) -> GroupBudget {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let some_mean = |v: Vec<f64>| (!v.is_empty()).then(|| mean(&v));
+        let b: Vec<[f64; N]> = runs.iter().map(|r| budget(r, basis)).collect();
+        GroupBudget {
+            budget: std::array::from_fn(|c| mean(&b.iter().map(|x| x[c]).collect::<Vec<_>>())),
+            elapsed: mean(&runs.iter().map(|r| r.usage.wall_s).collect::<Vec<_>>()),
+            busy: some_mean(
+                runs.iter()
+                    .filter_map(|r| r.machine_cpu.as_ref())
+                    .map(|m| m.busy_s())
+                    .collect(),
+            )
+            .filter(|_| basis.machine_cpu),
+            cpu_wait: some_mean(
+                runs.iter()
+                    .filter_map(|r| delays(r))
+                    .map(|d| d.cpu_ns as f64 / 1e9)
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The target's CPU-seconds and wait task-seconds together.
+    fn target(&self) -> f64 {
+        Component::ALL
+            .iter()
+            .zip(&self.budget)
+            .filter(|(c, _)| c.kind() != Kind::MachineCpu)
+            .map(|(_, s)| s)
+            .sum()
+    }
+
+    /// Elapsed seconds per wait task-second: 1 / the job's concurrency.
+    fn w_io(&self) -> f64 {
+        elapsed_per_second(self.target(), self.elapsed)
+    }
+
+    /// Elapsed seconds per CPU-second: 1 / the machine's busy CPUs, or
+    /// without them 1 / the job's concurrency.
+    fn w_cpu(&self) -> f64 {
+        self.busy
+            .map_or_else(|| self.w_io(), |b| elapsed_per_second(b, self.elapsed))
+    }
+}
+
+/// The rows (one per component the basis has) and, per later group,
+/// the split of its elapsed difference. `ok` holds each group's
+/// completed runs (none empty); `metrics` the rows with their guards: a
+/// component computed from a guarded measure is marked and takes no
+/// part of the split.
 pub(super) fn attribute(
     ok: &[Vec<&RunReport>],
     metrics: &[MetricRow],
 ) -> (Vec<AttributionRow>, Vec<ElapsedSplit>) {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    // Per group: mean budget and mean elapsed.
-    let budgets: Vec<[f64; 6]> = ok
-        .iter()
-        .map(|rs| {
-            let b: Vec<[f64; 6]> = rs.iter().map(|r| budget(r)).collect();
-            std::array::from_fn(|c| mean(&b.iter().map(|x| x[c]).collect::<Vec<_>>()))
-        })
-        .collect();
-    let elapsed: Vec<f64> = ok
-        .iter()
-        .map(|rs| mean(&rs.iter().map(|r| r.usage.wall_s).collect::<Vec<_>>()))
-        .collect();
-    let task_s: Vec<f64> = budgets.iter().map(|b| b.iter().sum()).collect();
-    let per: Vec<f64> = (0..ok.len())
-        .map(|g| seconds_per_task_second(task_s[g], elapsed[g]))
-        .collect();
+    let basis = Basis::of(ok.iter().flatten().copied());
+    let groups: Vec<GroupBudget> = ok.iter().map(|rs| GroupBudget::of(rs, basis)).collect();
     let mut rows: Vec<AttributionRow> = Component::ALL
         .iter()
         .enumerate()
+        .filter(|(_, c)| basis.has(**c))
         .map(|(c, &component)| AttributionRow {
             component,
-            unit: "task-s",
-            means: budgets.iter().map(|b| b[c]).collect(),
-            diffs: budgets[1..].iter().map(|b| b[c] - budgets[0][c]).collect(),
+            unit: component.unit(),
+            means: groups.iter().map(|b| b.budget[c]).collect(),
+            diffs: groups[1..]
+                .iter()
+                .map(|b| b.budget[c] - groups[0].budget[c])
+                .collect(),
             elapsed: Vec::new(),
             shares: Vec::new(),
             offsets: Vec::new(),
-            guard: component.sources().iter().find_map(|&m| {
+            guard: component.sources(basis).iter().find_map(|&m| {
                 metrics
                     .iter()
                     .find(|row| row.measure == m)
                     .and_then(|row| row.guard)
             }),
+            // Where every group's figure is 0 the sources agree.
+            fallback: basis.fallback(component) && groups.iter().any(|b| b.budget[c] != 0.0),
         })
         .collect();
     let mut splits = Vec::new();
     for g in 1..ok.len() {
+        let (a, b) = (&groups[0], &groups[g]);
         // The midpoint of the two groups' rates: the split then does
         // not depend on which group is the baseline.
-        let rate = (per[0] + per[g]) / 2.0;
+        let w_cpu = (a.w_cpu() + b.w_cpu()) / 2.0;
+        let w_io = (a.w_io() + b.w_io()) / 2.0;
         let equiv: Vec<f64> = rows
             .iter()
-            .map(|r| {
-                if r.guard.is_some() {
-                    0.0
-                } else {
-                    r.diffs[g - 1] * rate
-                }
+            .map(|r| match r.guard {
+                Some(_) => 0.0,
+                None if r.component.kind() == Kind::Wait => r.diffs[g - 1] * w_io,
+                None => r.diffs[g - 1] * w_cpu,
             })
             .collect();
-        let diff = elapsed[g] - elapsed[0];
+        let diff = b.elapsed - a.elapsed;
         let s = split(diff, &equiv);
         for (c, row) in rows.iter_mut().enumerate() {
             row.elapsed.push(s.parts[c]);
             row.shares.push(s.shares[c]);
             row.offsets.push(s.offsets[c]);
         }
+        let per_elapsed = |x: f64, e: f64| (e > 0.0 && x.is_finite()).then(|| x / e);
         splits.push(ElapsedSplit {
             difference: diff,
             explained: s.explained,
             unexplained: s.unexplained,
             offsets: s.offsets.iter().sum(),
             scale: s.scale,
-            parallelism: [
-                parallelism(task_s[0], elapsed[0]),
-                parallelism(task_s[g], elapsed[g]),
-            ],
-            seconds_per_task_second: rate,
+            busy_cpus: [a, b].map(|x| x.busy.and_then(|busy| per_elapsed(busy, x.elapsed))),
+            concurrency: [a, b].map(|x| per_elapsed(x.target(), x.elapsed)),
+            seconds_per_cpu_second: w_cpu,
+            seconds_per_wait_second: w_io,
+            waiting_for_cpu: [a.cpu_wait, b.cpu_wait],
         });
     }
     (rows, splits)
 }
 
-/// Task-seconds of the budget per second of elapsed time (None without
-/// an elapsed time).
-fn parallelism(task_s: f64, elapsed: f64) -> Option<f64> {
-    (elapsed > 0.0 && task_s.is_finite()).then(|| task_s / elapsed)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::report::{DelayReport, Usage};
+    use crate::model::histogram::summarize;
+    use crate::model::report::{DelayReport, IoWaitReport, MachineCpu, Usage};
 
     /// The invariants of a split, whatever the components did.
     fn check(diff: f64, s: &Split) {
@@ -347,9 +609,57 @@ mod tests {
         }
     }
 
+    /// `job` on a machine whose CPUs were busy `busy` CPU-seconds (2
+    /// CPUs, no steal), with its I/O waits timed at the scheduler.
+    fn on_machine(mut r: RunReport, busy: f64) -> RunReport {
+        let wall = r.usage.wall_s;
+        r.machine_cpu = Some(MachineCpu {
+            cpus: 2,
+            user_s: busy,
+            idle_s: (2.0 * wall - busy).max(0.0),
+            ..Default::default()
+        });
+        let blkio = r.delays.as_ref().map_or(0, |d| d.blkio_ns);
+        r.io_waits = Some(IoWaitReport {
+            waits: 1,
+            total_ns: blkio,
+        });
+        r
+    }
+
+    /// memcg reclaim stalls of `wall` seconds, `on_cpu` of them on a
+    /// CPU and `blocked` asleep (half of it in I/O waits).
+    fn stalls(r: &mut RunReport, wall: f64, on_cpu: f64, blocked: f64) {
+        let ns = |s: f64| (s * 1e9) as u64;
+        let mut stalls = summarize(&[]);
+        stalls.total_ns = ns(wall);
+        r.memcg_reclaim = Some(ReclaimReport {
+            stalls,
+            pages_reclaimed: 1,
+            split: Some(StallSplit {
+                on_cpu_ns: ns(on_cpu),
+                runnable_ns: ns(wall - on_cpu - blocked),
+                blocked_ns: ns(blocked),
+                iowait_ns: ns(blocked / 2.0),
+                wall_ns: ns(wall),
+                run_delay_ns: ns(wall - on_cpu - blocked),
+            }),
+        });
+    }
+
+    fn row(rows: &[AttributionRow], c: Component) -> &AttributionRow {
+        rows.iter().find(|r| r.component == c).expect("a row")
+    }
+
+    fn compared(a: &[RunReport], b: &[RunReport]) -> (Vec<AttributionRow>, Vec<ElapsedSplit>) {
+        attribute(&[a.iter().collect(), b.iter().collect()], &[])
+    }
+
     /// A parallel job: 4 tasks, task-seconds far above elapsed (the
-    /// issue's compile at -j 4). The difference is +2.7 s; the budgets
-    /// move by hundreds of task-seconds, some against it.
+    /// issue's compile at -j 4), recorded before the machine's CPU time
+    /// was: everything converts at the job's concurrency. The
+    /// difference is +2.7 s; the budgets move by hundreds of
+    /// task-seconds, some against it.
     #[test]
     fn a_parallel_job_is_attributed_within_its_difference() {
         let a: Vec<RunReport> = (0..3)
@@ -358,12 +668,17 @@ mod tests {
         let b: Vec<RunReport> = (0..3)
             .map(|k| job(192.7 + k as f64 * 0.1, 590.0, 95.0, 447.0, 20.0))
             .collect();
-        let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
-        let (rows, splits) = attribute(&ok, &[]);
+        let (rows, splits) = compared(&a, &b);
         let s = &splits[0];
         assert!((s.difference - 2.7).abs() < 1e-6);
-        let pa = s.parallelism[0].unwrap_or(0.0);
-        assert!((3.9..4.0).contains(&pa), "{s:?}");
+        let pa = s.concurrency[0].unwrap_or(0.0);
+        assert!((3.7..3.8).contains(&pa), "{s:?}");
+        assert_eq!(s.busy_cpus, [None, None]);
+        assert_eq!(s.seconds_per_cpu_second, s.seconds_per_wait_second);
+        // Without the machine's CPU time its components are left out,
+        // and the run-queue waits are a symptom beside the budget.
+        assert!(rows.iter().all(|r| r.component.kind() != Kind::MachineCpu));
+        assert_eq!(s.waiting_for_cpu, [Some(30.0), Some(20.0)]);
         let parts: f64 = rows.iter().map(|r| r.elapsed[0]).sum();
         assert!((parts + s.unexplained - s.difference).abs() < 1e-9, "{s:?}");
         for r in &rows {
@@ -378,24 +693,138 @@ mod tests {
         }
         let shares: f64 = rows.iter().filter_map(|r| r.shares[0]).sum();
         assert!((shares - 1.0).abs() < 1e-9);
-        // user CPU and run-queue waits moved against it: offsets.
-        assert!(rows[0].offsets[0] < 0.0 && rows[0].shares[0].is_none());
-        assert!(rows[5].offsets[0] < 0.0);
-        // Block I/O waits are by far the largest contributor.
-        assert!(rows[4].shares[0].unwrap_or(0.0) > 0.9, "{rows:?}");
+        // user CPU moved against it: an offset.
+        let user = row(&rows, Component::UserCpu);
+        assert!(user.offsets[0] < 0.0 && user.shares[0].is_none());
+        // Block I/O waits are by far the largest contributor, and from
+        // delay accounting: marked as the older source.
+        let io = row(&rows, Component::BlockIoWaits);
+        assert!(io.shares[0].unwrap_or(0.0) > 0.9, "{rows:?}");
+        assert!(io.fallback && io.unit == "task-s");
     }
 
-    /// One task that sleeps half the time: a task-second is a second.
+    /// One task on an idle 2-CPU machine: a CPU-second is a second (the
+    /// machine was busy one CPU's worth, the task's).
     #[test]
     fn a_single_task_converts_one_to_one() {
-        assert_eq!(seconds_per_task_second(1.0, 2.0), 1.0);
-        assert_eq!(seconds_per_task_second(8.0, 2.0), 0.25);
-        assert_eq!(seconds_per_task_second(0.0, 2.0), 1.0);
-        let a = [job(2.0, 0.5, 0.5, 0.0, 0.0)];
-        let b = [job(2.5, 0.5, 0.9, 0.0, 0.0)];
-        let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
-        let (rows, splits) = attribute(&ok, &[]);
-        assert!((rows[3].elapsed[0] - 0.4).abs() < 1e-9, "{rows:?}");
+        assert_eq!(elapsed_per_second(1.0, 2.0), 1.0);
+        assert_eq!(elapsed_per_second(8.0, 2.0), 0.25);
+        assert_eq!(elapsed_per_second(0.0, 2.0), 1.0);
+        let a = [on_machine(job(10.0, 9.0, 1.0, 0.0, 0.0), 10.0)];
+        let b = [on_machine(job(12.0, 9.0, 3.0, 0.0, 0.0), 12.0)];
+        let (rows, splits) = compared(&a, &b);
+        let s = &splits[0];
+        assert_eq!(s.busy_cpus, [Some(1.0), Some(1.0)]);
+        assert_eq!(s.seconds_per_cpu_second, 1.0);
+        let sys = row(&rows, Component::OtherSystemCpu);
+        assert!((sys.elapsed[0] - 2.0).abs() < 1e-9, "{rows:?}");
+        assert!(s.unexplained.abs() < 1e-9, "{s:?}");
+        // Half asleep: one task, idle CPUs, still 1:1.
+        let a = [on_machine(job(2.0, 0.5, 0.5, 0.0, 0.0), 1.0)];
+        let b = [on_machine(job(2.5, 0.5, 0.9, 0.0, 0.0), 1.4)];
+        let (rows, splits) = compared(&a, &b);
+        let sys = row(&rows, Component::OtherSystemCpu);
+        assert!((sys.elapsed[0] - 0.4).abs() < 1e-9, "{rows:?}");
         assert!((splits[0].unexplained - 0.1).abs() < 1e-9);
+    }
+
+    /// The issue's case: a -j 8 job on 2 CPUs (8 runnable tasks, the
+    /// machine busy 2 CPUs' worth) loses X = 10 s of reclaim on-CPU time
+    /// and is ~X/2 faster. One CPU-second costs 1/2 elapsed second
+    /// there, not 1/8 (the old model's 1/P over all 8 tasks, run-queue
+    /// waits included): reclaim is ~X/2 and first.
+    #[test]
+    fn a_j8_job_on_2_cpus_gets_half_its_reclaim_cpu_seconds() {
+        let group = |wall: f64, sys: f64, on_cpu: f64, run_delay: f64| -> Vec<RunReport> {
+            (0..3)
+                .map(|k| {
+                    let wall = wall + 0.05 * k as f64;
+                    let mut r = on_machine(job(wall, 150.0, sys, 6.0, run_delay), 2.0 * wall);
+                    stalls(&mut r, on_cpu + 6.0, on_cpu, 2.0);
+                    r
+                })
+                .collect()
+        };
+        let x = 10.0;
+        let a = group(100.0, 50.0, 20.0, 600.0);
+        let b = group(100.0 - x / 2.0, 50.0 - x, 20.0 - x, 570.0);
+        let (rows, splits) = compared(&a, &b);
+        let s = &splits[0];
+        assert!((s.difference + x / 2.0).abs() < 1e-9, "{s:?}");
+        assert!((s.seconds_per_cpu_second - 0.5).abs() < 1e-3, "{s:?}");
+        let reclaim = row(&rows, Component::ReclaimCpu);
+        assert!(!reclaim.fallback && reclaim.unit == "CPU-s");
+        assert!(
+            (reclaim.elapsed[0] + x / 2.0).abs() < 0.05 * x,
+            "reclaim {} of {}: {rows:#?}",
+            reclaim.elapsed[0],
+            s.difference
+        );
+        let first = rows
+            .iter()
+            .max_by(|p, q| p.elapsed[0].abs().total_cmp(&q.elapsed[0].abs()))
+            .expect("rows");
+        assert_eq!(first.component, Component::ReclaimCpu);
+        assert!(reclaim.shares[0].unwrap_or(0.0) >= 0.9, "{rows:#?}");
+        // The reclaim stalls' I/O waits are theirs, not block I/O's.
+        assert!((row(&rows, Component::BlockIoWaits).means[0] - 5.0).abs() < 1e-6);
+        assert!((row(&rows, Component::ReclaimWaits).means[0] - 2.0).abs() < 1e-6);
+    }
+
+    /// A CPU hog beside a -j 8 job on a saturated 2-CPU box: other
+    /// tasks' CPU grows by 2 x the elapsed difference, and the job's
+    /// run-queue waits balloon. Other tasks' CPU explains it; the waits
+    /// are the symptom and no component.
+    #[test]
+    fn a_cpu_hog_is_other_tasks_cpu_and_run_delay_no_component() {
+        let group = |wall: f64, busy: f64, run_delay: f64| -> Vec<RunReport> {
+            (0..3)
+                .map(|k| {
+                    let wall = wall + 0.05 * k as f64;
+                    on_machine(job(wall, 18.0, 2.0, 0.0, run_delay), busy + 0.1 * k as f64)
+                })
+                .collect()
+        };
+        let a = group(10.0, 20.0, 60.0);
+        let b = group(15.0, 30.0, 160.0);
+        let (rows, splits) = compared(&a, &b);
+        let s = &splits[0];
+        assert!((s.difference - 5.0).abs() < 1e-9, "{s:?}");
+        let others = row(&rows, Component::OtherTasksCpu);
+        assert!((others.diffs[0] - 10.0).abs() < 1e-6, "{others:?}");
+        assert!((others.elapsed[0] - 5.0).abs() < 0.05, "{rows:#?}");
+        assert!(others.shares[0].unwrap_or(0.0) > 0.99, "{rows:#?}");
+        assert_eq!(s.waiting_for_cpu, [Some(60.0), Some(160.0)]);
+        let labels: Vec<&str> = rows.iter().map(|r| r.component.label()).collect();
+        assert!(!labels.contains(&"waiting for a CPU"), "{labels:?}");
+        // The run-queue waits alone moving changes nothing.
+        let c = group(10.0, 20.0, 300.0);
+        let (rows, splits) = compared(&a, &c);
+        assert!(rows.iter().all(|r| r.elapsed[0].abs() < 0.06), "{rows:#?}");
+        assert_eq!(splits[0].waiting_for_cpu[1], Some(300.0));
+    }
+
+    /// Recordings without the scheduler's split: reclaim is its wall
+    /// time capped at system time, marked; with it in only one group,
+    /// both groups fall back, so that the two mean the same.
+    #[test]
+    fn reclaim_without_a_split_falls_back_to_its_wall_time_marked() {
+        let mut a = on_machine(job(10.0, 5.0, 3.0, 0.0, 0.0), 8.0);
+        stalls(&mut a, 2.0, 1.0, 0.5);
+        let mut b = a.clone();
+        let basis = Basis::of([&a, &b].into_iter());
+        assert!(basis.reclaim_split && !basis.fallback(Component::ReclaimCpu));
+        assert!((budget(&a, basis)[1] - 1.0).abs() < 1e-9);
+        if let Some(m) = b.memcg_reclaim.as_mut() {
+            m.split = None;
+        }
+        let basis = Basis::of([&a, &b].into_iter());
+        assert!(basis.fallback(Component::ReclaimCpu) && !basis.has(Component::ReclaimWaits));
+        assert!((budget(&a, basis)[1] - 2.0).abs() < 1e-9);
+        let (rows, _) = compared(&[a], &[b]);
+        assert!(row(&rows, Component::ReclaimCpu).fallback);
+        assert!(rows.iter().all(|r| r.component != Component::ReclaimWaits));
+        let note = Component::ReclaimCpu.fallback_note().unwrap_or("");
+        assert!(note.starts_with("reclaim wall time, not measured on-CPU"));
     }
 }

@@ -133,6 +133,7 @@ const TABLE: &[(Setting, &str, &[Measure])] = &[
             Measure::MajorFaults,
             Measure::Refaults,
             Measure::BlockIoDelay,
+            Measure::IoWaitTime,
         ],
     ),
 ];
@@ -504,7 +505,7 @@ mod tests {
             .sum();
         assert!(claimed.abs() < 1e-9, "{:#?}", c.versus[0].hints);
         let text = text::render(&c, false);
-        assert!(text.contains("block I/O waits !"), "{text}");
+        assert!(text.contains("block I/O waits # !"), "{text}");
         assert!(text.contains("__block_task"), "{text}");
         for line in text.lines() {
             assert!(line.is_ascii() && line.len() <= 72, "{line:?}");

@@ -92,6 +92,11 @@ measures! {
     ReclaimStallTime => ("reclaim stall time", Seconds, Target, |r| {
         reclaim_field(r, |s| s.stalls.total_ns as f64 / 1e9)
     }),
+    // The stalls' time on a CPU, measured at the scheduler (None for
+    // recordings before the split).
+    ReclaimOnCpu => ("reclaim on-CPU", Seconds, Target, |r| {
+        super::attribution::reclaim_split(r).map(|s| s.on_cpu_ns as f64 / 1e9)
+    }),
     MemcgStallP99 => ("memcg stall p99", Seconds, Target, |r| {
         r.memcg_reclaim
             .as_ref()
@@ -215,6 +220,14 @@ measures! {
             .as_ref()
             .map(|k| k.nodes.iter().map(|n| n.cpu_s).sum())
     }),
+    // The machine's CPU time other than the target's (/proc/stat less
+    // rusage and kswapd; analysis::attribution::machine_parts).
+    OtherTasksCpu => ("other tasks' CPU", Seconds, Machine, |r| {
+        super::attribution::machine_parts(r).map(|m| m.other_tasks)
+    }),
+    Steal => ("steal", Seconds, Machine, |r| {
+        super::attribution::machine_parts(r).map(|m| m.steal)
+    }),
     GlobalDirectReclaims => ("global direct reclaims", Count, Machine, |r| {
         Some(r.vmstat.allocstall as f64)
     }),
@@ -236,6 +249,11 @@ measures! {
     }),
     BlockIoDelay => ("block I/O (delay acct)", Seconds, Target, |r| {
         delays(r).map(|d| d.blkio_ns as f64 / 1e9)
+    }),
+    // The target's I/O-wait sleeps timed at the scheduler: the same on
+    // every kernel, unlike blkio above.
+    IoWaitTime => ("I/O waits (sched)", Seconds, Target, |r| {
+        r.io_waits.as_ref().map(|w| w.total_ns as f64 / 1e9)
     }),
     CpuWait => ("waiting for a CPU", Seconds, Target, |r| {
         delays(r).map(|d| d.cpu_ns as f64 / 1e9)
@@ -333,7 +351,7 @@ pub(super) fn absent(rows: &[MetricRow]) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn reclaim_field(r: &RunReport, f: fn(&ReclaimReport) -> f64) -> Option<f64> {
+fn reclaim_field(r: &RunReport, f: fn(&ReclaimReport) -> f64) -> Option<f64> {
     if r.direct_reclaim.is_none() && r.memcg_reclaim.is_none() {
         return None;
     }

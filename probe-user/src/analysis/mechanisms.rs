@@ -1,11 +1,24 @@
 //! The likely mechanisms behind a difference between a group and the
-//! baseline, one function per mechanism (OOM kills, swap-in, reclaim,
-//! CPU contention, refaults, swap-out, compaction, system CPU, zones),
-//! each naming the numbers that point at it and ranked by the seconds of
-//! elapsed difference linked to it. Mechanisms read measures and budget
-//! components by their typed keys (`Measure`, `Component`): a label is
-//! only printed, so a mechanism naming a measure the table lacks does
-//! not compile:
+//! baseline, one function per mechanism (OOM kills, zswap, file reads,
+//! swap-in, reclaim, kswapd, CPU contention, refaults, swap-out,
+//! compaction, system CPU, zones), each naming the numbers that point at
+//! it and ranked by the seconds of elapsed difference linked to it.
+//!
+//! A mechanism is named on a significant difference, but claims only
+//! the elapsed seconds its evidence supports, never a whole component
+//! on a flag: reclaim its on-CPU time and its sleeps, compaction
+//! likewise, kswapd its CPU, CPU contention other tasks' CPU and steal;
+//! the block I/O waits are split between swap-in (or zswap) and file
+//! reads in proportion to what moved (the swap device's read time
+//! against the rest of the I/O waits, or swap-in against file-read
+//! faults), and the other system CPU between swap-in (its delay
+//! accounting's swap-in time, CPU work) and "system CPU". The claims
+//! are fractions of disjoint components' parts, so each is at most what
+//! its components hold and together they are at most the difference.
+//!
+//! Mechanisms read measures and budget components by their typed keys
+//! (`Measure`, `Component`): a label is only printed, so a mechanism
+//! naming a measure the table lacks does not compile:
 //!
 //! ```compile_fail
 //! use vmtrace::analysis::Measure;
@@ -28,6 +41,7 @@ pub enum Mechanism {
     FileReads,
     SwapIn,
     Reclaim,
+    Kswapd,
     CpuContention,
     Refaults,
     SwapOut,
@@ -45,6 +59,7 @@ impl Mechanism {
             Mechanism::FileReads => "file reads",
             Mechanism::SwapIn => "swap-in",
             Mechanism::Reclaim => "reclaim",
+            Mechanism::Kswapd => "kswapd",
             Mechanism::CpuContention => "CPU contention",
             Mechanism::Refaults => "refaults",
             Mechanism::SwapOut => "swap-out",
@@ -69,6 +84,8 @@ struct Evidence<'a> {
     groups: &'a [GroupInfo],
     metrics: &'a [MetricRow],
     attribution: &'a [AttributionRow],
+    /// Each group's completed runs.
+    ok: &'a [Vec<&'a RunReport>],
 }
 
 impl Evidence<'_> {
@@ -95,14 +112,107 @@ impl Evidence<'_> {
 
     /// The elapsed seconds of the difference attributed to a component
     /// of the time budget (attribution.rs): with the difference's sign,
-    /// never more than it, 0 for a component that moved against it.
-    /// Mechanisms claim disjoint components, so together they never
-    /// claim more than the difference either.
+    /// never more than it, 0 for a component that moved against it (or
+    /// one the budget lacks). Mechanisms claim disjoint fractions of
+    /// these parts, so together they never claim more than the
+    /// difference either.
     fn comp(&self, component: Component) -> f64 {
-        self.attribution
-            .iter()
-            .find(|a| a.component == component)
-            .map_or(0.0, |a| a.elapsed[self.g - 1])
+        self.row(component).map_or(0.0, |a| a.elapsed[self.g - 1])
+    }
+
+    fn row(&self, component: Component) -> Option<&AttributionRow> {
+        self.attribution.iter().find(|a| a.component == component)
+    }
+
+    /// A measure's change of means, this group less the baseline (None:
+    /// guarded, or a group lacks it).
+    fn delta(&self, key: Measure) -> Option<f64> {
+        if super::guards::guarded(self.metrics, key) {
+            return None;
+        }
+        Some(self.mean(key, self.g)? - self.mean(key, 0)?)
+    }
+
+    /// The I/O waits changed: timed at the scheduler, or by delay
+    /// accounting where the runs lack that.
+    fn io_real(&self) -> bool {
+        self.real(IoWaitTime) || self.real(BlockIoDelay)
+    }
+
+    /// The I/O waits' means, as printed.
+    fn io_pair(&self) -> String {
+        let key = if self.metric(IoWaitTime).is_some() {
+            IoWaitTime
+        } else {
+            BlockIoDelay
+        };
+        self.pair(key, fmt_secs)
+    }
+
+    /// The fractions (swap-in, file reads) of the block I/O waits' part
+    /// that their evidence supports, each in [0, 1], together at most 1:
+    /// what moved with the waits' change, of the swap device's read time
+    /// (at most the waits themselves) and of the rest of the waits;
+    /// without swap I/O timed, of swap-in faults and file-read faults
+    /// (all major faults as swap-ins where the runs do not split them).
+    fn io_shares(&self) -> (f64, f64) {
+        let Some(row) = self.row(Component::BlockIoWaits) else {
+            return (0.0, 0.0);
+        };
+        let sign = row.elapsed[self.g - 1].signum();
+        if row.elapsed[self.g - 1] == 0.0 {
+            return (0.0, 0.0);
+        }
+        let timed = [0, self.g].map(|g| self.ok.get(g).and_then(|r| swap_read_s(r)));
+        let (swap, file) = if let [Some(a), Some(b)] = timed {
+            let swap = |g: usize, s: f64| s.clamp(0.0, row.means[g]);
+            let (a, b) = (swap(0, a), swap(self.g, b));
+            let ds = b - a;
+            (ds, row.diffs[self.g - 1] - ds)
+        } else {
+            let split = [0, self.g]
+                .iter()
+                .any(|&g| self.mean(SwapInFaults, g).is_some());
+            let swapins = if split { SwapInFaults } else { MajorFaults };
+            (
+                self.delta(swapins).unwrap_or(0.0),
+                self.delta(FileReadFaults).unwrap_or(0.0),
+            )
+        };
+        let (swap, file) = ((sign * swap).max(0.0), (sign * file).max(0.0));
+        if swap + file > 0.0 {
+            (swap / (swap + file), file / (swap + file))
+        } else {
+            (0.0, 0.0)
+        }
+    }
+
+    /// The fraction of the other system CPU's part that swap-in's work
+    /// on the CPU supports: the change of delay accounting's swap-in
+    /// time (swap_read_folio: the read's submission, a zswap load's or
+    /// a synchronous device's decompression) over the change of other
+    /// system CPU, in [0, 1]; 0 when guarded or moving the other way.
+    fn swap_sys_share(&self) -> f64 {
+        let Some(row) = self.row(Component::OtherSystemCpu) else {
+            return 0.0;
+        };
+        let dsys = row.diffs[self.g - 1];
+        match self.delta(SwapInWait) {
+            Some(d) if row.elapsed[self.g - 1] != 0.0 && d * dsys > 0.0 => (d / dsys).min(1.0),
+            _ => 0.0,
+        }
+    }
+
+    /// Swap-in (or zswap) is named: either claims swap-in's seconds.
+    fn swap_named(&self) -> bool {
+        self.zswap_moved() || self.swaps_in() || (self.io_real() && !self.real(FileReadFaults))
+    }
+
+    /// What swap-in (or zswap) claims: its share of the block I/O waits
+    /// and of the other system CPU.
+    fn swap_seconds(&self) -> f64 {
+        self.io_shares().0 * self.comp(Component::BlockIoWaits)
+            + self.swap_sys_share() * self.comp(Component::OtherSystemCpu)
     }
 
     fn mean(&self, key: Measure, grp: usize) -> Option<f64> {
@@ -167,6 +277,18 @@ impl Evidence<'_> {
     }
 }
 
+/// The swap device's read time (submission to completion, every task's
+/// reads, summed), mean per run of a group; None where a run did not
+/// time swap I/O.
+fn swap_read_s(runs: &[&RunReport]) -> Option<f64> {
+    let reads: Option<Vec<f64>> = runs
+        .iter()
+        .map(|r| Some(r.swap_io.as_ref()?.read.total_ns as f64 / 1e9))
+        .collect();
+    let reads = reads.filter(|v| !v.is_empty())?;
+    Some(reads.iter().sum::<f64>() / reads.len() as f64)
+}
+
 /// The mechanisms behind a difference, strongest first.
 pub(super) fn hints(
     g: usize,
@@ -182,13 +304,15 @@ pub(super) fn hints(
         groups,
         metrics,
         attribution,
+        ok,
     };
-    let mechanisms: [fn(&Evidence) -> Option<Hint>; 10] = [
+    let mechanisms: [fn(&Evidence) -> Option<Hint>; 11] = [
         oom_kills,
         zswap,
         file_reads,
         swap_in,
         reclaim,
+        kswapd,
         cpu_contention,
         refaults,
         swap_out,
@@ -220,23 +344,18 @@ fn oom_kills(e: &Evidence) -> Option<Hint> {
 }
 
 fn swap_in(e: &Evidence) -> Option<Hint> {
-    let swap_in = e.swaps_in();
-    // zswap names these swap-ins; file reads name block I/O of their own.
-    let blkio_is_swap = e.real(BlockIoDelay) && !e.real(FileReadFaults);
-    if e.zswap_moved() || (!swap_in && !blkio_is_swap) {
+    if e.zswap_moved() || !e.swap_named() {
         return None;
     }
-    // More swap-ins cost system time to fault them in and block I/O
-    // waits for the reads: both are theirs.
+    // Its share of the I/O waits (the reads) and of the other system
+    // CPU (faulting the pages in), as far as the evidence goes.
     let mut text = format!(
-        "swap-in: major faults {}, block I/O waits {}",
+        "swap-in: major faults {}, I/O waits {}",
         e.pair(MajorFaults, fmt_count_short),
-        e.pair(BlockIoDelay, fmt_secs)
+        e.io_pair()
     );
-    let mut seconds = e.comp(Component::BlockIoWaits);
-    if swap_in && e.real(SystemCpu) {
-        text.push_str(&format!(", system CPU {}", e.pair(SystemCpu, fmt_secs)));
-        seconds += e.comp(Component::OtherSystemCpu);
+    if e.real(SwapInWait) {
+        text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
     }
     if e.real(PagesPerSwapRead) {
         text.push_str(&format!(
@@ -252,7 +371,7 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
     }
     Some(Hint {
         mechanism: Mechanism::SwapIn,
-        seconds,
+        seconds: e.swap_seconds(),
         text,
     })
 }
@@ -273,21 +392,19 @@ fn zswap(e: &Evidence) -> Option<Hint> {
         "swap-ins no longer served from zswap"
     };
     let mut text = format!(
-        "{lead}: block I/O waits {}; zswap loads {}, stores {}; \
+        "{lead}: I/O waits {}; zswap loads {}, stores {}; \
          swap device reads {} pages",
-        e.pair(BlockIoDelay, fmt_secs),
+        e.io_pair(),
         e.pair(ZswapLoads, fmt_count_short),
         e.pair(ZswapStores, fmt_count_short),
         e.pair(ReadFromSwapDevice, fmt_count_short)
     );
-    let mut seconds = e.comp(Component::BlockIoWaits);
-    if e.real(SystemCpu) {
-        text.push_str(&format!(", system CPU {}", e.pair(SystemCpu, fmt_secs)));
-        seconds += e.comp(Component::OtherSystemCpu);
+    if e.real(SwapInWait) {
+        text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
     }
     Some(Hint {
         mechanism: Mechanism::Zswap,
-        seconds,
+        seconds: e.swap_seconds(),
         text,
     })
 }
@@ -301,28 +418,32 @@ fn file_reads(e: &Evidence) -> Option<Hint> {
     }
     let text = format!(
         "file reads (page cache misses, not swap-ins): major faults \
-         {}, of them file reads {}; file refaults {}; block I/O waits {}",
+         {}, of them file reads {}; file refaults {}; I/O waits {}",
         e.pair(MajorFaults, fmt_count_short),
         e.pair(FileReadFaults, fmt_count_short),
         e.pair(FileRefaults, fmt_count_short),
-        e.pair(BlockIoDelay, fmt_secs)
+        e.io_pair()
     );
-    // Block I/O is theirs only when swap-ins (or zswap) did not change
-    // as well: then it is swap-in's or zswap's.
-    let seconds = if e.swaps_in() || e.zswap_moved() {
-        0.0
-    } else {
-        e.comp(Component::BlockIoWaits)
-    };
+    // Their share of the I/O waits; swap-in (or zswap) has the rest.
     Some(Hint {
         mechanism: Mechanism::FileReads,
-        seconds,
+        seconds: e.io_shares().1 * e.comp(Component::BlockIoWaits),
         text,
     })
 }
 
+/// Reclaim in the target's tasks: its time on the CPU and its sleeps
+/// (writeback and I/O waits, throttling) inside the stalls. kswapd's
+/// work is its own mechanism: other CPUs do it, the job waits for it
+/// only through them.
 fn reclaim(e: &Evidence) -> Option<Hint> {
-    if !(e.real(ReclaimStallTime) || e.real(ReclaimEfficiency) || e.real(PagesScanned)) {
+    let moved = [
+        ReclaimStallTime,
+        ReclaimOnCpu,
+        ReclaimEfficiency,
+        PagesScanned,
+    ];
+    if !moved.iter().any(|&m| e.real(m)) {
         return None;
     }
     let mut text = format!(
@@ -331,6 +452,9 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
         e.pair(ReclaimStalls, fmt_count_short),
         e.pair(ReclaimEfficiency, |v| format!("{v:.0}%"))
     );
+    if e.metric(ReclaimOnCpu).is_some() {
+        text.push_str(&format!(", on-CPU {}", e.pair(ReclaimOnCpu, fmt_secs)));
+    }
     text.push_str(&format!(
         ", velocity {} pages/s",
         e.pair(ScanVelocity, fmt_count_short)
@@ -343,30 +467,55 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
     }
     Some(Hint {
         mechanism: Mechanism::Reclaim,
-        seconds: e.comp(Component::ReclaimCpu),
+        seconds: e.comp(Component::ReclaimCpu) + e.comp(Component::ReclaimWaits),
         text,
     })
 }
 
-fn cpu_contention(e: &Evidence) -> Option<Hint> {
-    if !(e.real(CpuWait) || e.real(KswapdCpu) || e.real(KswapdAwake)) {
+/// kswapd worked more (or less): its CPU time is taken from the
+/// machine's CPUs the job runs on.
+fn kswapd(e: &Evidence) -> Option<Hint> {
+    if !(e.real(KswapdCpu) || e.real(KswapdAwake)) {
         return None;
     }
-    let mut text = format!(
-        "CPU contention: waiting for a CPU {}",
-        e.pair(CpuWait, fmt_secs)
-    );
-    if e.metric(KswapdCpu).is_some() {
-        text.push_str(&format!(
-            "; kswapd awake {}, CPU {}",
+    Some(Hint {
+        mechanism: Mechanism::Kswapd,
+        seconds: e.comp(Component::KswapdCpu),
+        text: format!(
+            "kswapd: awake {}, CPU {}",
             e.pair(KswapdAwake, fmt_secs),
             e.pair(KswapdCpu, fmt_secs)
+        ),
+    })
+}
+
+/// Other tasks (or the host, as steal) took CPU time from the job. The
+/// run-queue waits are its symptom, named but claiming nothing: they
+/// are the job's CPU time waiting its turn, counted once already.
+fn cpu_contention(e: &Evidence) -> Option<Hint> {
+    if !(e.real(OtherTasksCpu) || e.real(Steal) || e.real(CpuWait)) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if e.metric(OtherTasksCpu).is_some() {
+        parts.push(format!(
+            "other tasks' CPU {}",
+            e.pair(OtherTasksCpu, fmt_secs)
+        ));
+    }
+    if e.real(Steal) {
+        parts.push(format!("steal {}", e.pair(Steal, fmt_secs)));
+    }
+    if e.metric(CpuWait).is_some() {
+        parts.push(format!(
+            "waiting for a CPU {} (the symptom)",
+            e.pair(CpuWait, fmt_secs)
         ));
     }
     Some(Hint {
         mechanism: Mechanism::CpuContention,
-        seconds: e.comp(Component::CpuWait),
-        text,
+        seconds: e.comp(Component::OtherTasksCpu) + e.comp(Component::Steal),
+        text: format!("CPU contention: {}", parts.join(", ")),
     })
 }
 
@@ -417,15 +566,22 @@ fn swap_out(e: &Evidence) -> Option<Hint> {
 fn compaction(e: &Evidence) -> Option<Hint> {
     e.real(Compaction).then(|| Hint {
         mechanism: Mechanism::Compaction,
-        seconds: e.comp(Component::CompactionCpu),
+        seconds: e.comp(Component::CompactionCpu) + e.comp(Component::CompactionWaits),
         text: format!("compaction: {}", e.pair(Compaction, fmt_secs)),
     })
 }
 
+/// System CPU otherwise: the other system CPU's part less what swap-in
+/// (or zswap) claims of it.
 fn system_cpu(e: &Evidence) -> Option<Hint> {
-    (e.real(SystemCpu) && !e.swaps_in() && !e.zswap_moved()).then(|| Hint {
+    let swap = if e.swap_named() {
+        e.swap_sys_share()
+    } else {
+        0.0
+    };
+    e.real(SystemCpu).then(|| Hint {
         mechanism: Mechanism::SystemCpu,
-        seconds: e.comp(Component::OtherSystemCpu),
+        seconds: (1.0 - swap) * e.comp(Component::OtherSystemCpu),
         text: format!("system CPU: {}", e.pair(SystemCpu, fmt_secs)),
     })
 }
@@ -518,6 +674,7 @@ mod tests {
             groups: &[],
             metrics,
             attribution: &[],
+            ok: &[],
         }
     }
 
@@ -559,7 +716,7 @@ mod tests {
         assert_eq!(h.mechanism, Mechanism::Zswap);
         assert!(
             h.text
-                .starts_with("swap-ins served from zswap: block I/O waits 1.9"),
+                .starts_with("swap-ins served from zswap: I/O waits 1.9"),
             "{}",
             h.text
         );
@@ -628,6 +785,225 @@ mod tests {
         );
         assert!(swap_out(&e).is_none(), "swap-out named");
         assert!(swap_in(&e).is_none());
+    }
+
+    /// One run of a 4-task job on 2 CPUs with everything measured: the
+    /// machine's CPU time, reclaim's split, I/O waits at the scheduler,
+    /// delay accounting. `worse` (B) swaps in `swapins` and reads
+    /// `files` pages by major faults, reclaims, runs kswapd and shares
+    /// the machine more.
+    fn measured_run(i: u64, worse: bool, swapins: u64, files: u64, swap_io: bool) -> RunReport {
+        use crate::model::histogram::summarize;
+        use crate::model::report::*;
+        let k = i as f64 * 0.1;
+        let x = |a: f64, b: f64| if worse { b + k } else { a + k };
+        let ns = |s: f64| (s * 1e9) as u64;
+        let (user, sys, kswapd, others) = (10.0, x(5.0, 8.0), x(1.0, 3.0), x(1.0, 3.0));
+        let wall = x(20.0, 30.0);
+        let mut stalls = summarize(&[]);
+        stalls.total_ns = ns(x(2.0, 4.0));
+        let mut read = summarize(&[]);
+        read.total_ns = ns(x(1.0, 2.0));
+        RunReport {
+            usage: Usage {
+                wall_s: wall,
+                user_s: user,
+                sys_s: sys,
+                major_faults: swapins + files + 4 * i,
+                ..Default::default()
+            },
+            machine_cpu: Some(MachineCpu {
+                cpus: 2,
+                user_s: user + others,
+                system_s: sys + kswapd,
+                idle_s: 2.0 * wall - user - others - sys - kswapd,
+                ..Default::default()
+            }),
+            kswapd: Some(KswapdReport {
+                nodes: vec![KswapdNodeReport {
+                    node: 0,
+                    wakes: 10,
+                    awake_s: 2.0 * kswapd,
+                    cpu_s: kswapd,
+                }],
+                ..Default::default()
+            }),
+            memcg_reclaim: Some(ReclaimReport {
+                stalls,
+                pages_reclaimed: 1,
+                split: Some(StallSplit {
+                    on_cpu_ns: ns(x(1.0, 2.0)),
+                    blocked_ns: ns(x(0.5, 1.5)),
+                    iowait_ns: ns(x(0.2, 0.6)),
+                    ..Default::default()
+                }),
+            }),
+            io_waits: Some(IoWaitReport {
+                waits: 100,
+                total_ns: ns(x(4.0, 14.0)),
+            }),
+            delays: Some(DelayReport {
+                accounting_on: true,
+                swapin_ns: ns(x(0.5, 1.5)),
+                cpu_ns: ns(x(5.0, 9.0)),
+                blkio_ns: ns(x(4.0, 14.0)),
+                ..Default::default()
+            }),
+            swap_io: swap_io.then(|| SwapIoReport {
+                areas: vec!["/swap".into()],
+                truncated: false,
+                write: summarize(&[]),
+                write_bytes: 0,
+                read,
+                read_bytes: 4096 * swapins,
+            }),
+            swap_causes: Some(SwapCauses {
+                pgmajfault: Some(swapins + files + 4 * i),
+                pswpin: Some(swapins + i),
+                swap_ra: Some(0),
+                refault_file: Some(files + 5 * i),
+                ..Default::default()
+            }),
+            vmstat: crate::model::report::VmstatDelta {
+                pgscan: if worse { 30_000 } else { 10_000 } + i,
+                pgsteal: if worse { 10_000 } else { 5_000 } + i,
+                pswpin: swapins + i,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Group B against A: the attribution's rows, the difference and
+    /// the mechanisms.
+    fn hints_of(a: &[RunReport], b: &[RunReport]) -> (Vec<AttributionRow>, f64, Vec<Hint>) {
+        let ok = vec![a.iter().collect::<Vec<_>>(), b.iter().collect()];
+        let metrics = super::super::measures::rows(&ok);
+        let (rows, splits) = super::super::attribution::attribute(&ok, &metrics);
+        let info = |runs: usize| GroupInfo {
+            label: String::new(),
+            kernel_release: String::new(),
+            files: Vec::new(),
+            runs,
+            oom_killed: 0,
+            failed: 0,
+        };
+        let groups = [info(a.len()), info(b.len())];
+        let h = hints(1, true, &groups, &metrics, &rows, &ok);
+        (rows, splits[0].difference, h)
+    }
+
+    /// The components a mechanism may claim from.
+    fn components_of(m: Mechanism) -> &'static [Component] {
+        use Component::*;
+        match m {
+            Mechanism::Reclaim => &[ReclaimCpu, ReclaimWaits],
+            Mechanism::Compaction => &[CompactionCpu, CompactionWaits],
+            Mechanism::Kswapd => &[KswapdCpu],
+            Mechanism::CpuContention => &[OtherTasksCpu, Steal],
+            Mechanism::SwapIn | Mechanism::Zswap => &[BlockIoWaits, OtherSystemCpu],
+            Mechanism::FileReads => &[BlockIoWaits],
+            Mechanism::SystemCpu => &[OtherSystemCpu],
+            _ => &[],
+        }
+    }
+
+    /// Everything moved at once: each mechanism claims at most what its
+    /// components hold, with the difference's sign, and together they
+    /// claim at most the difference; I/O-sharing ones (swap-in, file
+    /// reads) and CPU-sharing ones (swap-in, system CPU) at most the
+    /// components they share.
+    #[test]
+    fn claims_stay_within_their_components_and_the_difference() {
+        for swap_io in [false, true] {
+            let a: Vec<RunReport> = (0..3)
+                .map(|i| measured_run(i, false, 1000, 1000, swap_io))
+                .collect();
+            let b: Vec<RunReport> = (0..3)
+                .map(|i| measured_run(i, true, 5000, 3000, swap_io))
+                .collect();
+            let (rows, diff, hints) = hints_of(&a, &b);
+            let part = |c: &Component| {
+                rows.iter()
+                    .find(|r| r.component == *c)
+                    .map_or(0.0, |r| r.elapsed[0])
+            };
+            let mut claimed = 0.0;
+            for h in &hints {
+                let held: f64 = components_of(h.mechanism).iter().map(part).sum();
+                assert!(h.seconds * diff >= 0.0, "{h:?}");
+                assert!(h.seconds.abs() <= held.abs() + 1e-9, "{h:?} of {held}");
+                claimed += h.seconds.abs();
+            }
+            assert!(
+                claimed <= diff.abs() + 1e-9,
+                "{claimed} of {diff}: {hints:#?}"
+            );
+            let sum = |ms: &[Mechanism]| -> f64 {
+                hints
+                    .iter()
+                    .filter(|h| ms.contains(&h.mechanism))
+                    .map(|h| h.seconds)
+                    .sum()
+            };
+            let io = part(&Component::BlockIoWaits);
+            let sys = part(&Component::OtherSystemCpu);
+            assert!(sum(&[Mechanism::SwapIn, Mechanism::FileReads]) <= io + sys + 1e-9);
+            assert!(sum(&[Mechanism::SwapIn, Mechanism::SystemCpu]) <= io + sys + 1e-9);
+            assert!(sum(&[Mechanism::FileReads]) <= io + 1e-9);
+            let named: Vec<Mechanism> = hints.iter().map(|h| h.mechanism).collect();
+            for m in [
+                Mechanism::Reclaim,
+                Mechanism::Kswapd,
+                Mechanism::CpuContention,
+                Mechanism::SwapIn,
+                Mechanism::FileReads,
+                Mechanism::SystemCpu,
+            ] {
+                assert!(named.contains(&m), "{m:?} not named: {named:?}");
+            }
+            // Reclaim's claim is its on-CPU time and its sleeps, no more.
+            let reclaim = sum(&[Mechanism::Reclaim]);
+            let held = part(&Component::ReclaimCpu) + part(&Component::ReclaimWaits);
+            assert!(reclaim > 0.0 && (reclaim - held).abs() < 1e-9);
+        }
+    }
+
+    /// Swap-ins and file reads both grew, file reads nine times as much
+    /// (file refaults dominate: evicted file pages read back): file
+    /// reads get the larger share of the I/O waits, swap-in the rest,
+    /// by fault counts and by the swap device's read time alike;
+    /// neither takes the whole bucket.
+    #[test]
+    fn file_reads_get_the_larger_share_when_they_dominate() {
+        for swap_io in [false, true] {
+            let a: Vec<RunReport> = (0..3)
+                .map(|i| measured_run(i, false, 1000, 1000, swap_io))
+                .collect();
+            let b: Vec<RunReport> = (0..3)
+                .map(|i| measured_run(i, true, 2000, 10_000, swap_io))
+                .collect();
+            let (rows, _, hints) = hints_of(&a, &b);
+            let seconds = |m: Mechanism| {
+                hints
+                    .iter()
+                    .find(|h| h.mechanism == m)
+                    .map(|h| h.seconds)
+                    .unwrap_or_else(|| panic!("{m:?} not named: {hints:#?}"))
+            };
+            let io = rows
+                .iter()
+                .find(|r| r.component == Component::BlockIoWaits)
+                .map_or(0.0, |r| r.elapsed[0]);
+            let (file, swap) = (seconds(Mechanism::FileReads), seconds(Mechanism::SwapIn));
+            assert!(io > 0.0 && file > 0.0 && swap > 0.0, "{hints:#?}");
+            assert!(file > swap, "file reads {file} <= swap-in {swap}");
+            // 9 to 1 of the I/O waits.
+            assert!(
+                (file / io - 0.9).abs() < 0.02,
+                "{file} of {io} (swap I/O {swap_io})"
+            );
+        }
     }
 
     #[test]

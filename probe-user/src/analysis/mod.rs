@@ -162,16 +162,17 @@ pub struct Hint {
     pub text: String,
 }
 
-/// One component of the job's time budget, in task-seconds (summed over
-/// every task of the job), and its part of each elapsed difference.
+/// One component of the job's time budget (CPU-seconds or task-seconds,
+/// `unit`), and its part of each elapsed difference.
 #[derive(Clone, Debug, Serialize)]
 pub struct AttributionRow {
     pub component: Component,
-    /// The unit of `means` and `diffs`: "task-s".
+    /// The unit of `means` and `diffs`: "CPU-s" (CPU time) or "task-s"
+    /// (waits, summed over the job's tasks).
     pub unit: &'static str,
-    /// Mean task-seconds per run, per group.
+    /// Mean seconds per run, per group.
     pub means: Vec<f64>,
-    /// Per group after the baseline: the difference to it (task-s).
+    /// Per group after the baseline: the difference to it.
     pub diffs: Vec<f64>,
     /// Per group after the baseline: elapsed seconds attributed to the
     /// component, with the sign of the elapsed difference and never
@@ -187,6 +188,10 @@ pub struct AttributionRow {
     /// meaning differs between the groups, so it explains nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guard: Option<Setting>,
+    /// Computed from its older source (`Component::fallback_note`): some
+    /// run lacks the measured one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fallback: bool,
 }
 
 /// A group's elapsed difference to the baseline split into what the
@@ -204,12 +209,23 @@ pub struct ElapsedSplit {
     /// Factor (<= 1) applied when the components came to more than the
     /// difference.
     pub scale: f64,
-    /// Task-seconds of the budget per elapsed second, baseline and this
-    /// group.
-    pub parallelism: [Option<f64>; 2],
-    /// Elapsed seconds a task-second stood for (1 / parallelism, at most
-    /// 1, the mean of the two groups').
-    pub seconds_per_task_second: f64,
+    /// The machine's busy CPU-seconds per elapsed second, baseline and
+    /// this group (None without the machine's CPU time).
+    pub busy_cpus: [Option<f64>; 2],
+    /// The job's concurrency: its CPU-seconds and wait task-seconds per
+    /// elapsed second, baseline and this group.
+    pub concurrency: [Option<f64>; 2],
+    /// Elapsed seconds a CPU-second stood for (1 / busy CPUs, at most 1,
+    /// the mean of the two groups'; without the machine's CPU time, the
+    /// same as a wait's).
+    pub seconds_per_cpu_second: f64,
+    /// Elapsed seconds a wait task-second stood for (1 / concurrency, at
+    /// most 1, the mean of the two groups').
+    pub seconds_per_wait_second: f64,
+    /// Waiting for a CPU (delay accounting's run_delay), task-seconds
+    /// per run, baseline and this group: a symptom of the CPU time
+    /// above, not a part of the split (None without delay accounting).
+    pub waiting_for_cpu: [Option<f64>; 2],
 }
 
 /// Compares the groups; the first is the baseline.
@@ -241,10 +257,15 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
     let runs = groups::runs(inputs);
     let ok = groups::completed_runs(&runs);
     let groups = groups::infos(inputs, &runs, &ok, &labels);
-    if ok.iter().flatten().any(|r| measures::delays(r).is_none()) {
+    if ok
+        .iter()
+        .flatten()
+        .any(|r| measures::delays(r).is_none() && r.io_waits.is_none())
+    {
         warnings.push(
             "some runs have no delay accounting (recorded before vmtrace read it, \
-             or the kernel lacks it): their I/O and CPU waits count as unexplained"
+             or the kernel lacks it) and no I/O waits timed at the scheduler: \
+             their I/O waits count as unexplained"
                 .into(),
         );
     }
@@ -448,7 +469,7 @@ mod tests {
         let v = &c.versus[0];
         let s = v.split.as_ref().expect("a split");
         assert!((s.difference - 2.7).abs() < 1e-6, "{s:?}");
-        assert!(s.parallelism[0].unwrap_or(0.0) > 3.0, "{s:?}");
+        assert!(s.concurrency[0].unwrap_or(0.0) > 3.0, "{s:?}");
         let parts: f64 = c.attribution.iter().map(|r| r.elapsed[0]).sum();
         assert!((parts + s.unexplained - s.difference).abs() < 1e-9);
         for r in &c.attribution {
@@ -472,6 +493,73 @@ mod tests {
         for line in text.lines() {
             assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
         }
+    }
+
+    /// Recordings with every measured source: the budget prints the
+    /// machine's components and the run-queue waits as a symptom, no
+    /// fallback mark, within 72 columns.
+    #[test]
+    fn a_measured_budget_prints_the_machine_and_the_symptom() {
+        use crate::model::report::{DelayReport, IoWaitReport, MachineCpu, StallSplit};
+        let base = corpus();
+        let job = |wall: f64, busy: f64, run_delay: f64| {
+            let mut r = base.clone();
+            for (k, run) in r.runs.iter_mut().enumerate() {
+                let rep = &mut run.report;
+                let wall = wall + 0.05 * k as f64;
+                rep.usage.wall_s = wall;
+                rep.machine_cpu = Some(MachineCpu {
+                    cpus: 2,
+                    user_s: busy - rep.usage.sys_s,
+                    system_s: rep.usage.sys_s,
+                    idle_s: 2.0 * wall - busy,
+                    ..Default::default()
+                });
+                rep.io_waits = Some(IoWaitReport {
+                    waits: 10,
+                    total_ns: 200_000_000,
+                });
+                rep.delays = Some(DelayReport {
+                    accounting_on: true,
+                    cpu_ns: (run_delay * 1e9) as u64,
+                    ..Default::default()
+                });
+                for m in rep.memcg_reclaim.iter_mut().chain(&mut rep.direct_reclaim) {
+                    m.split = Some(StallSplit {
+                        on_cpu_ns: m.stalls.total_ns / 2,
+                        blocked_ns: m.stalls.total_ns / 4,
+                        ..Default::default()
+                    });
+                }
+                if let Some(c) = rep.compaction.as_mut() {
+                    c.split = Some(StallSplit::default());
+                }
+            }
+            r
+        };
+        let (a, b) = (job(3.0, 3.5, 0.5), job(4.0, 6.5, 2.5));
+        let c = compare(&[group(None, &[&a]), group(None, &[&b])], true).expect("compares");
+        let text = text::render(&c, false);
+        for line in text.lines() {
+            assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
+        }
+        for want in [
+            "other tasks' CPU",
+            "reclaim waits",
+            "-- the machine's other CPU time (CPU-s) --",
+            "waiting for a CPU (run_delay, task-s per run): A 500ms, B 2.5s",
+            "busy CPUs",
+        ] {
+            assert!(text.contains(want), "{want:?} in\n{text}");
+        }
+        assert!(!text.contains(" #"), "{text}");
+        let v = &c.versus[0];
+        let contention = v
+            .hints
+            .iter()
+            .find(|h| h.mechanism == Mechanism::CpuContention)
+            .expect("CPU contention named");
+        assert!(contention.seconds > 0.0, "{contention:?}");
     }
 
     #[test]

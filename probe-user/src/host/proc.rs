@@ -1,8 +1,9 @@
 //! Readers of the kernel's own files in /proc and /sys: vmstat, the
 //! machine's PSI, zoneinfo, mountinfo, meminfo, cpuinfo, fdinfo, zswap's
 //! state, the possible NUMA nodes, the processes (/proc/PID/stat) and
-//! kswapd's CPU time, the kernel release. One reader per file; what they
-//! parse into, and most parsers, live in the model.
+//! kswapd's CPU time, the machine's CPU time (/proc/stat), the kernel
+//! release. One reader per file; what they parse into, and most
+//! parsers, live in the model.
 
 use std::path::Path;
 
@@ -10,6 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::model::{
     counters::MTHP_KEY,
+    report::MachineCpu,
     sample::{Psi, ZoneSample, parse_psi, parse_zoneinfo},
     vmstat::VmStat,
 };
@@ -205,10 +207,18 @@ pub fn pid_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Clock ticks per second of /proc's CPU times (USER_HZ): sysconf's
+/// _SC_CLK_TCK, or 100 (every Linux architecture's USER_HZ) when it
+/// does not say.
+fn user_hz() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 { hz as f64 } else { 100.0 }
+}
+
 /// CPU time (user + system, seconds) of every kswapd thread, by node.
 pub fn kswapd_cpu() -> Vec<(u32, f64)> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = user_hz();
     let mut out: Vec<(u32, f64)> = processes()
         .into_iter()
         .filter_map(|(_, s)| {
@@ -220,9 +230,133 @@ pub fn kswapd_cpu() -> Vec<(u32, f64)> {
     out
 }
 
+/// The machine's CPU time so far: the /proc/stat `cpu` line (clock
+/// ticks summed over every CPU since boot) and how many `cpuN` lines it
+/// sums. A run window reads it when it opens and when it closes;
+/// `MachineCpu::between` is what the CPUs did in between.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub cpus: u32,
+    /// user, nice, system, idle, iowait, irq, softirq, steal (ticks; a
+    /// kernel too old to have a column reads 0 for it). guest and
+    /// guest_nice are left out: user and nice already hold them
+    /// (kernel/sched/cputime.c account_guest_time).
+    pub ticks: [u64; 8],
+}
+
+/// Parses /proc/stat's `cpu` line and counts its `cpuN` lines; None
+/// without a `cpu` line with at least user, nice, system and idle, or
+/// with a column that is not a number.
+pub fn parse_cpu_times(text: &str) -> Option<CpuTimes> {
+    let mut times: Option<CpuTimes> = None;
+    let mut cpus = 0u32;
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        match f.next() {
+            Some("cpu") => {
+                let cols: Vec<u64> = f.map(|v| v.parse().ok()).collect::<Option<_>>()?;
+                if cols.len() < 4 {
+                    return None;
+                }
+                let mut ticks = [0u64; 8];
+                for (t, v) in ticks.iter_mut().zip(&cols) {
+                    *t = *v;
+                }
+                times = Some(CpuTimes { cpus: 0, ticks });
+            }
+            Some(name)
+                if name
+                    .strip_prefix("cpu")
+                    .is_some_and(|n| n.parse::<u32>().is_ok()) =>
+            {
+                cpus += 1;
+            }
+            _ => {}
+        }
+    }
+    times.map(|t| CpuTimes { cpus, ..t })
+}
+
+/// /proc/stat's CPU times now; None when unreadable or unparsable (the
+/// run's report then has no machine CPU time).
+pub fn read_cpu_times() -> Option<CpuTimes> {
+    parse_cpu_times(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+impl MachineCpu {
+    /// What the CPUs did between two readings of /proc/stat, in
+    /// seconds (USER_HZ ticks); a column that went backwards (a CPU
+    /// taken offline takes its ticks with it) reads 0.
+    pub fn between(before: &CpuTimes, after: &CpuTimes) -> MachineCpu {
+        Self::from_ticks(before, after, user_hz())
+    }
+
+    fn from_ticks(before: &CpuTimes, after: &CpuTimes, hz: f64) -> MachineCpu {
+        let s = |i: usize| after.ticks[i].saturating_sub(before.ticks[i]) as f64 / hz;
+        MachineCpu {
+            cpus: after.cpus,
+            user_s: s(0),
+            nice_s: s(1),
+            system_s: s(2),
+            idle_s: s(3),
+            iowait_s: s(4),
+            irq_s: s(5),
+            softirq_s: s(6),
+            steal_s: s(7),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// /proc/stat of a 2-CPU guest (6.18) with steal time, as read.
+    const STAT: &str = include_str!("../../tests/corpus/proc/stat");
+
+    #[test]
+    fn proc_stat_of_a_real_machine() {
+        let t = parse_cpu_times(STAT).expect("the fixture parses");
+        assert_eq!(t.cpus, 2);
+        assert_eq!(
+            t.ticks,
+            [1385102, 34336, 206560, 796963, 53117, 0, 19326, 31437]
+        );
+        let mut later = t.clone();
+        later.ticks[0] += 150;
+        later.ticks[2] += 50;
+        later.ticks[7] += 10;
+        let m = MachineCpu::from_ticks(&t, &later, 100.0);
+        assert_eq!(
+            (m.cpus, m.user_s, m.system_s, m.steal_s),
+            (2, 1.5, 0.5, 0.1)
+        );
+        assert!((m.busy_s() - 2.1).abs() < 1e-12);
+        // Backwards (a CPU went offline): 0, not a wrapped count.
+        let m = MachineCpu::from_ticks(&later, &t, 100.0);
+        assert_eq!(m.busy_s(), 0.0);
+        // This machine's own file reads too.
+        let now = read_cpu_times().expect("/proc/stat");
+        assert!(now.cpus >= 1 && now.ticks[3] > 0, "{now:?}");
+    }
+
+    #[test]
+    fn malformed_proc_stat_is_none() {
+        assert_eq!(parse_cpu_times(""), None);
+        assert_eq!(parse_cpu_times("cpu0 1 2 3 4\nctxt 5\n"), None);
+        assert_eq!(parse_cpu_times("cpu  1 2 3\n"), None);
+        assert_eq!(parse_cpu_times("cpu  1 2 x 4 5\n"), None);
+        assert_eq!(parse_cpu_times("cpu  1 2 -3 4\n"), None);
+        // An old kernel's four columns: the rest read 0.
+        let t = parse_cpu_times("cpu  1 2 3 4\ncpu0 1 2 3 4\ncpufreq x\n");
+        assert_eq!(
+            t,
+            Some(CpuTimes {
+                cpus: 1,
+                ticks: [1, 2, 3, 4, 0, 0, 0, 0]
+            })
+        );
+    }
 
     #[test]
     fn node_list_max() {

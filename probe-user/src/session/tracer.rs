@@ -15,7 +15,7 @@ use vmtrace_common::Target;
 
 use crate::{
     host::membox::MemBox,
-    host::proc::kernel_release,
+    host::proc::{CpuTimes, kernel_release, read_cpu_times},
     host::swapdev,
     host::sysctl::SysctlOverride,
     kernel::collect,
@@ -169,6 +169,8 @@ fn kernel_btf() -> Option<crate::kernel::btf::Btf> {
 /// accounting switched on for its length.
 pub struct Window {
     pub before: VmStat,
+    /// /proc/stat's CPU times when it opened (None: unreadable).
+    cpu_before: Option<CpuTimes>,
     kswapd_cpu_before: Vec<(u32, f64)>,
     started: Instant,
     started_unix_s: f64,
@@ -191,6 +193,7 @@ impl Window {
         Ok(Window {
             kswapd_cpu_before: Vec::new(),
             before: VmStat::read_window()?,
+            cpu_before: read_cpu_times(),
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
@@ -202,10 +205,13 @@ impl Window {
         })
     }
 
-    /// Closes an untraced window: wall time and /proc/vmstat deltas.
+    /// Closes an untraced window: wall time, /proc/vmstat and
+    /// /proc/stat deltas.
     pub fn close_untraced(self) -> RunReport {
+        let wall = self.started.elapsed();
         let after = VmStat::read_window().unwrap_or_else(|_| self.before.clone());
-        self.report(self.started.elapsed(), &after, None)
+        let cpu_after = read_cpu_times();
+        self.report(wall, &after, cpu_after.as_ref(), None)
     }
 
     pub fn open(bpf_stats: bool) -> Result<Window> {
@@ -234,6 +240,7 @@ impl Window {
         Ok(Window {
             kswapd_cpu_before: crate::host::proc::kswapd_cpu(),
             before: VmStat::read_window()?,
+            cpu_before: read_cpu_times(),
             started: Instant::now(),
             started_unix_s: unix_now(),
             started_mono_ns: collect::monotonic_ns(),
@@ -263,13 +270,19 @@ impl Window {
         if !settle.is_zero() {
             tracer.swap_layout.wait_idle(settle);
         }
-        let (wall, after, traced) = self.detach(tracer, samples)?;
-        Ok(self.report(wall, &after, Some(traced)))
+        let (wall, after, cpu_after, traced) = self.detach(tracer, samples)?;
+        Ok(self.report(wall, &after, cpu_after.as_ref(), Some(traced)))
     }
 
     /// The window's report: who measured on which kernel, and every
     /// section `kernel::fill` makes of what the window read.
-    fn report(&self, wall: Duration, after: &VmStat, traced: Option<fill::Traced>) -> RunReport {
+    fn report(
+        &self,
+        wall: Duration,
+        after: &VmStat,
+        cpu_after: Option<&CpuTimes>,
+        traced: Option<fill::Traced>,
+    ) -> RunReport {
         RunReport {
             vmtrace_version: env!("CARGO_PKG_VERSION").into(),
             kernel_release: kernel_release(),
@@ -277,6 +290,8 @@ impl Window {
             ..fill::fill(fill::Readings {
                 before: &self.before,
                 after,
+                cpu_before: self.cpu_before.as_ref(),
+                cpu_after,
                 wall_s: wall.as_secs_f64(),
                 traced,
             })
@@ -285,12 +300,13 @@ impl Window {
 
     /// Reads the counters and every map, switches delay accounting and
     /// program statistics back, and detaches the probes: the window's
-    /// length, /proc/vmstat at its close, and what the probes held.
+    /// length, /proc/vmstat and /proc/stat at its close, and what the
+    /// probes held.
     fn detach(
         &mut self,
         tracer: Tracer,
         samples: Vec<sample::Sample>,
-    ) -> Result<(Duration, VmStat, fill::Traced)> {
+    ) -> Result<(Duration, VmStat, Option<CpuTimes>, fill::Traced)> {
         let Tracer {
             mut probes,
             swap_layout,
@@ -304,6 +320,7 @@ impl Window {
         // --page-alloc's drift apart under load otherwise).
         let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
         let after = VmStat::read_window()?;
+        let cpu_after = read_cpu_times();
         probes.flush_stalls();
         let totals = collect::read(&probes)?;
         drop(self.delayacct.take());
@@ -347,7 +364,7 @@ impl Window {
             program_costs,
             program_misses,
         };
-        Ok((wall, after, traced))
+        Ok((wall, after, cpu_after, traced))
     }
 }
 

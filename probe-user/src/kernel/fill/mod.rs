@@ -1,6 +1,7 @@
 //! Fills the model's run report from what one window read: `fill` is
 //! the one entry point. It takes the window's `Readings` (the
-//! /proc/vmstat snapshots at its opening and close, and for a traced
+//! /proc/vmstat and /proc/stat snapshots at its opening and close, and
+//! for a traced
 //! window the eBPF maps' totals, the samples, the OOM victims, kswapd's
 //! CPU time, the swap layout) and returns every section of the report;
 //! each metric's gate (`enabled(MetricId::X)`) is here, in `traced`.
@@ -12,7 +13,7 @@
 use vmtrace_common::{Counter, Hist, OomVictim, SplitFamily};
 
 use crate::{
-    host::swapdev::SwapLayout,
+    host::{proc::CpuTimes, swapdev::SwapLayout},
     kernel::{
         collect::{KernelTotals, comm_to_string},
         probes::MetricId,
@@ -40,6 +41,10 @@ pub struct Readings<'a> {
     pub before: &'a VmStat,
     /// The same when it closed.
     pub after: &'a VmStat,
+    /// /proc/stat's CPU times when the window opened and when it closed
+    /// (None where it was unreadable).
+    pub cpu_before: Option<&'a CpuTimes>,
+    pub cpu_after: Option<&'a CpuTimes>,
     /// How long the window was open.
     pub wall_s: f64,
     /// What the probes measured; None for a window with nothing traced
@@ -97,6 +102,10 @@ pub fn fill(readings: Readings) -> RunReport {
         zone_vmstat: Some(zone_type_counts(&delta)),
         thp: ThpCounters::from_delta(&delta),
         compaction_counters: CompactionCounters::from_delta(&delta),
+        machine_cpu: readings
+            .cpu_before
+            .zip(readings.cpu_after)
+            .map(|(b, a)| MachineCpu::between(b, a)),
         ..Default::default()
     };
     match readings.traced {
@@ -269,4 +278,47 @@ fn evicted(totals: &KernelTotals) -> Vec<(String, u64)> {
         (lost > 0).then(|| (name.to_string(), lost))
     })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An untraced window (`run --no-probes`) has the machine's CPU
+    /// time too: the /proc/stat delta between its two readings.
+    #[test]
+    fn an_untraced_window_has_the_machines_cpu_time() {
+        let vmstat = VmStat::default();
+        let before = CpuTimes {
+            cpus: 2,
+            ticks: [100, 0, 50, 1000, 0, 0, 0, 5],
+        };
+        let after = CpuTimes {
+            cpus: 2,
+            ticks: [300, 0, 90, 1100, 0, 0, 0, 5],
+        };
+        let r = fill(Readings {
+            before: &vmstat,
+            after: &vmstat,
+            cpu_before: Some(&before),
+            cpu_after: Some(&after),
+            wall_s: 1.0,
+            traced: None,
+        });
+        let m = r.machine_cpu.expect("machine CPU time");
+        assert_eq!(m.cpus, 2);
+        assert!(
+            m.user_s > 0.0 && m.system_s > 0.0 && m.steal_s == 0.0,
+            "{m:?}"
+        );
+        let r = fill(Readings {
+            before: &vmstat,
+            after: &vmstat,
+            cpu_before: None,
+            cpu_after: Some(&after),
+            wall_s: 1.0,
+            traced: None,
+        });
+        assert!(r.machine_cpu.is_none());
+    }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::{
     AttributionRow, Change, Comparison, ElapsedSplit, Hint, MetricRow, Unit, Verdict, Versus,
-    guards::Guard, measures::Scope, stats::Describe,
+    attribution::Kind, guards::Guard, measures::Scope, stats::Describe,
 };
 
 const NAME: usize = 24;
@@ -190,23 +190,16 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
     let l = letter(g);
     let noise = v.judgeable && v.verdict == Verdict::WithinNoise;
     let mut head = format!(
-        "where the time went, {l} vs A: the job's time budget in task-seconds \
-         (task-s: summed over its tasks) and its part of the elapsed \
-         difference (s)"
+        "where the time went, {l} vs A: the time budget per run and its \
+         part of the elapsed difference (s)"
     );
-    if let Some(par) = v.split.as_ref().map(|s| s.parallelism) {
-        let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
-        let _ = write!(
-            head,
-            "; parallelism (task-s per elapsed s): A {}, {l} {}",
-            f(par[0]),
-            f(par[1])
-        );
+    if let Some(s) = &v.split {
+        head.push_str(&rates(s, &l));
     }
     for w in wrap(&head, 72) {
         let _ = writeln!(o, "{w}");
     }
-    let _ = writeln!(o, "{:<24}{:>27}{:>16}", "", "task-s per run", "elapsed s");
+    let _ = writeln!(o, "{:<24}{:>27}{:>16}", "", "per run", "elapsed s");
     let _ = writeln!(
         o,
         "{:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
@@ -217,30 +210,14 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
         format!("{l}-A"),
         "share"
     );
+    let mut last = None;
     for r in rows {
-        let (part, offset) = (r.elapsed[g - 1], r.offsets[g - 1]);
-        let (cell, share) = if noise || r.guard.is_some() {
-            ("-".to_string(), String::new())
-        } else if offset != 0.0 {
-            (format!("({})", signed_diff(offset)), "offset".into())
-        } else {
-            let share = r.shares[g - 1].map_or(String::new(), |s| format!("{:.0}%", 100.0 * s));
-            (signed_diff(part), share)
-        };
-        let line = format!(
-            "{:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
-            if r.guard.is_some() {
-                format!("{} !", r.component.label())
-            } else {
-                r.component.label().to_string()
-            },
-            fmt_secs(r.means[0]),
-            fmt_secs(r.means[g]),
-            signed_diff(r.diffs[g - 1]),
-            cell,
-            share
-        );
-        let _ = writeln!(o, "{}", line.trim_end());
+        let kind = r.component.kind();
+        if last != Some(kind) {
+            let _ = writeln!(o, "{}", kind_heading(kind));
+            last = Some(kind);
+        }
+        let _ = writeln!(o, "{}", attribution_line(r, g, noise));
     }
     if let Some(s) = &v.split {
         if !noise {
@@ -252,10 +229,99 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
                 signed_diff(s.unexplained)
             );
         }
-        for w in wrap(&split_summary(s, &l, noise), 72) {
-            let _ = writeln!(o, "{w}");
+        let mut notes: Vec<String> = rows
+            .iter()
+            .filter(|r| r.fallback)
+            .filter_map(|r| r.component.fallback_note())
+            .map(|n| format!("# {n}"))
+            .collect();
+        notes.extend(symptom(s, &l));
+        notes.push(split_summary(s, &l, noise));
+        for n in notes {
+            for w in wrap(&n, 72) {
+                let _ = writeln!(o, "{w}");
+            }
         }
     }
+}
+
+/// What a second of each kind stood for: `; a CPU-second counts 1/busy
+/// CPUs (A 1.93, B 1.97), a wait 1/the job's concurrency (...)`.
+fn rates(s: &ElapsedSplit, l: &str) -> String {
+    let f = |x: [Option<f64>; 2]| {
+        let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+        format!("A {}, {l} {}", f(x[0]), f(x[1]))
+    };
+    if s.busy_cpus.iter().all(Option::is_some) {
+        format!(
+            "; a CPU-second counts 1/the machine's busy CPUs ({}), a \
+             task-second of waiting 1/the job's concurrency ({}), at most \
+             1 s each",
+            f(s.busy_cpus),
+            f(s.concurrency)
+        )
+    } else {
+        format!(
+            "; without the machine's CPU time, a CPU-second and a \
+             task-second of waiting both count 1/the job's concurrency \
+             ({}: task-s per elapsed s), at most 1 s each",
+            f(s.concurrency)
+        )
+    }
+}
+
+/// A component's row: its label (` !` guarded, ` #` from its older
+/// source), seconds per run, difference and elapsed part.
+fn attribution_line(r: &AttributionRow, g: usize, noise: bool) -> String {
+    let (part, offset) = (r.elapsed[g - 1], r.offsets[g - 1]);
+    let (cell, share) = if noise || r.guard.is_some() {
+        ("-".to_string(), String::new())
+    } else if offset != 0.0 {
+        (format!("({})", signed_diff(offset)), "offset".into())
+    } else {
+        let share = r.shares[g - 1].map_or(String::new(), |s| format!("{:.0}%", 100.0 * s));
+        (signed_diff(part), share)
+    };
+    let mut label = r.component.label().to_string();
+    if r.fallback {
+        label.push_str(" #");
+    }
+    if r.guard.is_some() {
+        label.push_str(" !");
+    }
+    let line = format!(
+        "{label:<24}{:>9}{:>9}{:>9}{:>9}{:>7}",
+        fmt_secs(r.means[0]),
+        fmt_secs(r.means[g]),
+        signed_diff(r.diffs[g - 1]),
+        cell,
+        share
+    );
+    line.trim_end().to_string()
+}
+
+/// The heading of a kind of component's rows.
+fn kind_heading(kind: Kind) -> &'static str {
+    match kind {
+        Kind::TargetCpu => "-- the command's CPU time (CPU-s) --",
+        Kind::Wait => "-- its waits (task-s: summed over its tasks) --",
+        Kind::MachineCpu => "-- the machine's other CPU time (CPU-s) --",
+    }
+}
+
+/// The run-queue waits beside the budget: a symptom, not a part.
+fn symptom(s: &ElapsedSplit, l: &str) -> Option<String> {
+    if s.waiting_for_cpu.iter().all(Option::is_none) {
+        return None;
+    }
+    let f = |x: Option<f64>| x.map_or("-".into(), fmt_secs);
+    Some(format!(
+        "waiting for a CPU (run_delay, task-s per run): A {}, {l} {}; a \
+         symptom of the CPU time above (runnable tasks beyond the CPUs), \
+         not a part of the split",
+        f(s.waiting_for_cpu[0]),
+        f(s.waiting_for_cpu[1])
+    ))
 }
 
 /// One paragraph under the attribution table: what the parts add up to,
@@ -280,7 +346,7 @@ fn split_summary(s: &ElapsedSplit, l: &str, noise: bool) -> String {
     let mut t = format!(
         "the components explain {} of the {} by which {l} is {way} ({:.0}%); \
          unexplained {} (time outside the budget: other sleep, a longer \
-         critical path, a change in parallelism)",
+         critical path, a change in concurrency)",
         fmt_secs(x),
         fmt_secs(d),
         100.0 * x / d,

@@ -215,6 +215,8 @@ mod tests {
         let filled = fill(Readings {
             before: &vmstat,
             after: &vmstat,
+            cpu_before: None,
+            cpu_after: None,
             wall_s: 0.0,
             traced: Some(traced),
         });
