@@ -11,6 +11,7 @@
 
 mod attach;
 mod boxstat;
+mod calibration;
 mod cleanup;
 mod common;
 mod compare;
