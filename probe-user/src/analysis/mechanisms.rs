@@ -218,9 +218,10 @@ impl Evidence<'_> {
     }
 
     /// What swap-in (or zswap) claims: its share of the block I/O waits
+    /// and of the interrupts (the reads' completions: block softirqs),
     /// and of the other system CPU.
     fn swap_seconds(&self) -> f64 {
-        self.io_shares().0 * self.comp(Component::BlockIoWaits)
+        self.io_shares().0 * (self.comp(Component::BlockIoWaits) + self.comp(Component::Interrupts))
             + self.swap_sys_share() * self.comp(Component::OtherSystemCpu)
     }
 
@@ -423,7 +424,8 @@ fn file_reads(e: &Evidence) -> Option<Hint> {
     // Their share of the I/O waits; swap-in (or zswap) has the rest.
     Some(Hint {
         mechanism: Mechanism::FileReads,
-        seconds: e.io_shares().1 * e.comp(Component::BlockIoWaits),
+        seconds: e.io_shares().1
+            * (e.comp(Component::BlockIoWaits) + e.comp(Component::Interrupts)),
         text,
     })
 }

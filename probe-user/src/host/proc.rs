@@ -68,6 +68,8 @@ const MTHP_STATS: &[&str] = &[
     "swpout_fallback",
     "anon_swpout",
     "anon_swpout_fallback",
+    // Large folios swapped in whole (6.12+): a fault each.
+    "swpin",
 ];
 
 fn add_mthp_stats(v: &mut VmStat, dir: &Path) {

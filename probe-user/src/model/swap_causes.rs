@@ -61,6 +61,15 @@ pub struct SwapCauses {
     pub zswapped_bytes: Option<u64>,
     /// The active swap areas and what backs them.
     pub swap_areas: Vec<SwapArea>,
+    /// Pages that large-folio (mTHP) swap-ins brought beyond one per
+    /// folio: per size, `hugepages-<size>kB/stats/swpin` (folios read
+    /// in whole, 6.12+: SWP_SYNCHRONOUS_IO devices, mm/memory.c
+    /// alloc_swap_folio) times the folio's pages less one. Such a fault
+    /// is one pgmajfault but counts every page in pswpin (mm/page_io.c
+    /// count_vm_events(PSWPIN, folio_nr_pages)). None: no per-size
+    /// swpin stat (before 6.12) or older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_swapin_extra_pages: Option<u64>,
 }
 
 /// One active swap area (/proc/swaps) and what lies under it.
@@ -96,6 +105,25 @@ impl SwapArea {
     }
 }
 
+/// `large_swapin_extra_pages` from a delta's `mthp/<size>/swpin` keys
+/// (x86: 4 KiB pages); None when no size has the stat.
+fn large_swapin_extra_pages(d: &VmStat) -> Option<u64> {
+    let mut any = false;
+    let mut extra = 0u64;
+    for (key, &folios) in &d.0 {
+        let Some(size) = key
+            .strip_prefix(crate::model::counters::MTHP_KEY)
+            .and_then(|k| k.strip_suffix("/swpin"))
+        else {
+            continue;
+        };
+        any = true;
+        let pages = size.trim_end_matches("kB").parse::<u64>().unwrap_or(4) / 4;
+        extra = extra.saturating_add(folios.saturating_mul(pages.saturating_sub(1)));
+    }
+    any.then_some(extra)
+}
+
 /// Sums of counters where some exist; None when none of them do.
 fn sum_some(xs: &[Option<u64>]) -> Option<u64> {
     xs.iter().flatten().copied().reduce(|a, b| a + b)
@@ -124,6 +152,7 @@ impl SwapCauses {
             zswpwb: g("zswpwb"),
             swpin_zero: g("swpin_zero"),
             swpout_zero: g("swpout_zero"),
+            large_swapin_extra_pages: large_swapin_extra_pages(d),
             ..Default::default()
         }
     }
@@ -136,10 +165,14 @@ impl SwapCauses {
 
     /// Major faults that were swap-ins (estimated): pages swapped in
     /// minus those read ahead (a readahead page is read without a fault
-    /// of its own, and a later fault on it is minor), at most pgmajfault.
+    /// of its own, and a later fault on it is minor) and minus the pages
+    /// a large-folio swap-in brought beyond its first (one fault), at
+    /// most pgmajfault.
     pub fn swapin_faults(&self) -> Option<u64> {
         let read = self.swapin_pages()?;
-        let faults = read.saturating_sub(self.swap_ra.unwrap_or(0));
+        let faults = read
+            .saturating_sub(self.swap_ra.unwrap_or(0))
+            .saturating_sub(self.large_swapin_extra_pages.unwrap_or(0));
         Some(self.pgmajfault.map_or(faults, |m| faults.min(m)))
     }
 

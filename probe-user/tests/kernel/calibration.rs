@@ -9,9 +9,10 @@
 //!    device under the swapfile (cause: swap I/O waits, named swap-in);
 //! 3. a smaller box (cause: more reclaim and swap-in waits).
 //!
-//! For each, the first mechanism must name the planted cause and claim
-//! at least 60% of the elapsed difference, and no other mechanism more
-//! than 20%. A against A (the baseline's own runs, split in two) must be
+//! For each, the first mechanism must name the planted cause and, with
+//! the others that name it (the smaller box's is reclaim and swap-in),
+//! claim at least 60% of the elapsed difference, and no other mechanism
+//! more than 20%. A against A (the baseline's own runs, split in two) must be
 //! within noise with no mechanism named. docs/COMPARE.md has the same
 //! experiments at a larger size.
 
@@ -24,7 +25,8 @@ use serde_json::Value;
 
 use crate::common::{fresh_scratch, guard, json_of, text_ok, vmtrace};
 
-/// The job: a hog of 320 MiB touched twice, in a 128 MiB box.
+/// The job: a hog of 320 MiB touched twice, in a 192 MiB box (the
+/// smaller box: 64 MiB, about twice the swap traffic).
 const HOG: &[&str] = &["memhog", "--mib", "320", "--passes", "2"];
 const RUNS: usize = 3;
 
@@ -135,9 +137,10 @@ fn compare(a: &[PathBuf], b: &[PathBuf]) -> (Value, String) {
     (j, text)
 }
 
-/// The planted cause is the first mechanism, with >= 60% of the
-/// elapsed difference; no other claims more than 20%.
-fn finds(a: &[PathBuf], b: &[PathBuf], cause: &str) {
+/// The planted cause is the first mechanism and, with the others that
+/// name it (`cause`: one or more mechanisms), claims >= 60% of the
+/// elapsed difference; no other mechanism claims more than 20%.
+fn finds(a: &[PathBuf], b: &[PathBuf], cause: &[&str]) {
     let (c, text) = compare(a, b);
     eprintln!("{text}");
     let v = &c["versus"][0];
@@ -145,19 +148,18 @@ fn finds(a: &[PathBuf], b: &[PathBuf], cause: &str) {
     let diff = v["split"]["difference"].as_f64().expect("difference");
     let hints = v["hints"].as_array().cloned().unwrap_or_default();
     let share = |h: &Value| h["seconds"].as_f64().unwrap_or(0.0) / diff;
+    let named = |h: &Value| cause.iter().any(|c| h["mechanism"] == *c);
     let first = hints.first().expect("a mechanism");
+    let claimed: f64 = hints.iter().filter(|h| named(h)).map(share).sum();
     eprintln!(
-        "planted {cause}: first {} {:.0}%",
+        "planted {cause:?}: first {} {:.0}%, all of the cause {:.0}%",
         first["mechanism"],
-        share(first) * 100.0
+        share(first) * 100.0,
+        claimed * 100.0
     );
-    assert_eq!(first["mechanism"], cause, "{text}");
-    assert!(
-        share(first) >= 0.6,
-        "{cause} claims {:.2}\n{text}",
-        share(first)
-    );
-    for h in &hints[1..] {
+    assert!(named(first), "first is {}\n{text}", first["mechanism"]);
+    assert!(claimed >= 0.6, "{cause:?} claim {claimed:.2}\n{text}");
+    for h in hints.iter().filter(|h| !named(h)) {
         assert!(
             share(h) <= 0.2,
             "{} claims {:.2}\n{text}",
@@ -176,14 +178,14 @@ fn planted_causes_are_found_and_aa_is_noise() {
     let (mut base, mut hogs, mut throttled, mut small) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for k in 0..RUNS {
-        base.push(run(&dir, &format!("base-{k}.json"), 128, None));
+        base.push(run(&dir, &format!("base-{k}.json"), 192, None));
         {
             let _h = Hogs::start();
-            hogs.push(run(&dir, &format!("hogs-{k}.json"), 128, None));
+            hogs.push(run(&dir, &format!("hogs-{k}.json"), 192, None));
         }
-        throttled.push(run(&dir, &format!("slow-{k}.json"), 128, Some(&slow.0)));
+        throttled.push(run(&dir, &format!("slow-{k}.json"), 192, Some(&slow.0)));
         small.push(run(&dir, &format!("small-{k}.json"), 64, None));
-        base.push(run(&dir, &format!("base2-{k}.json"), 128, None));
+        base.push(run(&dir, &format!("base2-{k}.json"), 192, None));
     }
     drop(slow);
     // The baseline's runs alternate between two halves: A/A.
@@ -198,9 +200,9 @@ fn planted_causes_are_found_and_aa_is_noise() {
             y.into_iter().map(|p| p.1).collect(),
         )
     };
-    finds(&a, &hogs, "CPU contention");
-    finds(&a, &throttled, "swap-in");
-    finds(&a, &small, "reclaim");
+    finds(&a, &hogs, &["CPU contention"]);
+    finds(&a, &throttled, &["swap-in"]);
+    finds(&a, &small, &["reclaim", "swap-in"]);
     let (aa, text) = compare(&a, &a2);
     eprintln!("{text}");
     let v = &aa["versus"][0];

@@ -42,6 +42,26 @@ mod tests {
         assert_eq!(SwapArea::default().untimeable(), None);
     }
 
+    /// mTHP swap-in (6.12+): one fault brings a 64 kB folio, 16 pages
+    /// in pswpin. 40 such faults and 100 single-page ones: 740 pages,
+    /// 140 swap-in faults, and the file reads are what is left of
+    /// pgmajfault, not 0.
+    #[test]
+    fn large_folio_swap_ins_count_one_fault_each() {
+        let d = VmStat::parse(
+            "pgmajfault 300\npswpin 740\nswap_ra 0\nmthp/64kB/swpin 40\n\
+             mthp/2048kB/swpin 0\n",
+        );
+        let c = SwapCauses::from_delta(&d);
+        assert_eq!(c.large_swapin_extra_pages, Some(40 * 15));
+        assert_eq!(c.swapin_faults(), Some(140));
+        assert_eq!(c.file_faults(), Some(160));
+        // No per-size stat (6.1): as before.
+        let old = SwapCauses::from_delta(&VmStat::parse("pgmajfault 300\npswpin 740\n"));
+        assert_eq!(old.large_swapin_extra_pages, None);
+        assert_eq!(old.swapin_faults(), Some(300));
+    }
+
     #[test]
     fn swap_causes_split_faults_and_say_what_the_kernel_lacks() {
         // 6.1: no zswpwb, no zero map.
