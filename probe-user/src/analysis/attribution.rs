@@ -746,15 +746,21 @@ mod tests {
         };
         // 10% of the busy time stolen in both groups; B has 4 s more
         // system time and is 4.4 s slower.
-        let a: Vec<RunReport> = (0..3).map(|k| run(10.0 + 0.01 * k as f64, 8.0, 0.9)).collect();
-        let b: Vec<RunReport> = (0..3).map(|k| run(14.4 + 0.01 * k as f64, 12.0, 1.3)).collect();
+        let a: Vec<RunReport> = (0..3)
+            .map(|k| run(10.0 + 0.01 * k as f64, 8.0, 0.9))
+            .collect();
+        let b: Vec<RunReport> = (0..3)
+            .map(|k| run(14.4 + 0.01 * k as f64, 12.0, 1.3))
+            .collect();
         let (rows, splits) = compared(&a, &b);
         let steal = row(&rows, Component::Steal);
         assert!(steal.elapsed[0].abs() < 1e-6, "{steal:?}");
         let sys = row(&rows, Component::OtherSystemCpu);
         assert!(sys.shares[0].unwrap_or(0.0) > 0.99, "{rows:?} {splits:?}");
         // The host's rate doubles in B with the same work: steal's.
-        let c: Vec<RunReport> = (0..3).map(|k| run(11.0 + 0.01 * k as f64, 8.0, 1.8)).collect();
+        let c: Vec<RunReport> = (0..3)
+            .map(|k| run(11.0 + 0.01 * k as f64, 8.0, 1.8))
+            .collect();
         let (rows, _) = compared(&a, &c);
         let steal = row(&rows, Component::Steal);
         assert!(steal.shares[0].unwrap_or(0.0) > 0.99, "{rows:?}");

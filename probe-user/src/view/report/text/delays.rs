@@ -48,6 +48,14 @@ pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
         fmt_ns(d.blkio_ns),
         fmt_ns(d.cpu_ns)
     )?;
+    if let Some(w) = &report.io_waits {
+        writeln!(
+            o,
+            "  (I/O waits at the scheduler: {} in {} sleeps)",
+            fmt_ns(w.total_ns),
+            w.waits
+        )?;
+    }
     caveats(o, d)
 }
 

@@ -6,7 +6,7 @@ use crate::model::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
 use super::{hist::write_hist, names::nonzero_pairs};
-use crate::model::report::RunReport;
+use crate::model::report::{RunReport, StallSplit};
 
 /// `direct reclaim: ...` and `memcg reclaim: ...`, each with its
 /// histogram of stall times.
@@ -24,9 +24,33 @@ pub(super) fn stalls(o: &mut String, report: &RunReport) -> Result {
             fmt_ns(r.stalls.total_ns),
             r.pages_reclaimed
         )?;
+        if let Some(split) = &r.split {
+            write_split(o, split)?;
+        }
         write_hist(o, &r.stalls)?;
     }
     Ok(())
+}
+
+/// `  at the scheduler: on a CPU .., runnable .., blocked .. (I/O ..)`
+/// and the kernel's run_delay beside the runnable part.
+pub(super) fn write_split(o: &mut String, s: &StallSplit) -> Result {
+    if s.wall_ns == 0 {
+        return Ok(());
+    }
+    writeln!(
+        o,
+        "  at the scheduler: on a CPU {}, runnable {}, blocked {}",
+        fmt_ns(s.on_cpu_ns),
+        fmt_ns(s.runnable_ns),
+        fmt_ns(s.blocked_ns),
+    )?;
+    writeln!(
+        o,
+        "    (of it I/O wait {}; kernel run_delay {})",
+        fmt_ns(s.iowait_ns),
+        fmt_ns(s.run_delay_ns)
+    )
 }
 
 /// The processes that stalled most in reclaim, the command's starred.
@@ -127,6 +151,9 @@ pub(super) fn compaction(o: &mut String, report: &RunReport) -> Result {
         fmt_ns(c.runs.total_ns),
         c.all_tasks
     )?;
+    if let Some(split) = &c.split {
+        write_split(o, split)?;
+    }
     if c.runs.count > 0 {
         write_hist(o, &c.runs)?;
     }
