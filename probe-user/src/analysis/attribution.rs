@@ -264,9 +264,11 @@ pub(super) fn reclaim_split(r: &RunReport) -> Option<StallSplit> {
 /// kswapd's (every node's thread); other tasks' (the machine's task
 /// time, /proc/stat user + nice + system, less the target's and
 /// kswapd's, at least 0); interrupts (the rest of the busy time but
-/// steal: irq and softirq time not already in the target's rusage,
-/// which books the softirqs run on its way back from the kernel as its
-/// system time: block I/O completions, mostly); and steal (a guest's
+/// steal: irq and softirq time beyond what the target's rusage already
+/// holds; rusage scales the task's sum_exec_runtime, /proc/stat samples
+/// ticks, and here the target's system time read above the machine's,
+/// 4.57 s against 3.86 s, so which of the two holds which softirq time
+/// is not settled: block I/O completions, mostly); and steal (a guest's
 /// vCPUs ready while the host ran something else). Together with the
 /// target's CPU they are the machine's busy time. None without the
 /// machine's CPU time.
@@ -693,8 +695,9 @@ mod tests {
 
     /// The machine's parts of a run recorded here (calibration base-0:
     /// memhog in a box, 2 CPUs, a guest with steal): the target's
-    /// rusage system time holds some softirq time (4.57 s against the
-    /// machine's 3.86 s of system time), so other tasks' CPU is 0 and
+    /// rusage system time reads above the machine's (4.57 s against
+    /// 3.86 s: rusage and /proc/stat account differently), so other
+    /// tasks' CPU is 0 and
     /// the interrupts are what the busy time holds beyond the target.
     #[test]
     fn interrupts_are_the_busy_time_beyond_every_tasks() {
