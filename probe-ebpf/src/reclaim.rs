@@ -29,7 +29,7 @@ use vmtrace_common::{
 };
 
 use crate::{
-    shared::{count, field, in_target, now_ns, record, tracepoint_field},
+    shared::{count, count_all, field, in_target, now_ns, record, tracepoint_field},
     task::TASK_SPANS,
 };
 
@@ -140,17 +140,25 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     }
     let pages = tracepoint_field(ctx, nr_reclaimed);
     crate::cgroup::add_stall(memcg, stall);
-    if memcg {
-        record(Hist::MemcgReclaim, stall);
-        count(Counter::MemcgReclaims, 1);
-        count(Counter::MemcgReclaimNs, stall);
-        count(Counter::MemcgReclaimPages, pages);
+    // One lookup of the counter cell for the three (the split's six,
+    // added in `close`, are their neighbours).
+    let (hist, n, ns, freed) = if memcg {
+        (
+            Hist::MemcgReclaim,
+            Counter::MemcgReclaims,
+            Counter::MemcgReclaimNs,
+            Counter::MemcgReclaimPages,
+        )
     } else {
-        record(Hist::DirectReclaim, stall);
-        count(Counter::DirectReclaims, 1);
-        count(Counter::DirectReclaimNs, stall);
-        count(Counter::DirectReclaimPages, pages);
-    }
+        (
+            Hist::DirectReclaim,
+            Counter::DirectReclaims,
+            Counter::DirectReclaimNs,
+            Counter::DirectReclaimPages,
+        )
+    };
+    record(hist, stall);
+    count_all([(n, 1), (ns, stall), (freed, pages)]);
 }
 
 /// A thread is exiting: its pending stalls go to its process's row

@@ -14,9 +14,14 @@
 //! ends the wait for a CPU. The span's end (`close`) adds the last
 //! stretch on the CPU and folds the parts into the family's counters,
 //! with the span's wall time and the change of the kernel's own
-//! `sched_info.run_delay` over it (updated when the task is switched in,
-//! sched_info_arrive: exact at both ends, where the task runs), the
-//! cross-check of the runnable part.
+//! `sched_info.run_delay` over it, the cross-check of the runnable part.
+//! run_delay grows only when the task is switched in (sched_info_arrive,
+//! from prepare_task_switch, after trace_sched_switch) or dequeued while
+//! queued (sched_info_dequeue): never while it runs. So its value at the
+//! span's open equals its value at the span's first switch-out, where
+//! `sched_switch` reads it; a span that never left the CPU changed it by
+//! 0 and its end reads nothing. The reclaim pair, which runs for every
+//! stall, thus reads no cold line of task_struct (docs/BENCHMARKS.md).
 //!
 //! The I/O waits: a target task switched out blocked with `in_iowait`
 //! is stamped in `IO_WAITS` (a preallocated hash: no allocation under
@@ -30,7 +35,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_task, bpf_probe_read_kernel},
+    helpers::generated::bpf_get_current_task_btf,
     macros::{btf_tracepoint, map},
     maps::HashMap,
     programs::BtfTracePointContext,
@@ -61,8 +66,11 @@ pub struct Split {
     pub runnable_ns: u64,
     pub blocked_ns: u64,
     pub iowait_ns: u64,
-    /// `sched_info.run_delay` when the span opened.
+    /// `sched_info.run_delay` when the span opened, read at its first
+    /// switch-out (`switched` 1 from then on).
     pub run_delay_ns: u64,
+    pub switched: u32,
+    pub _pad: u32,
 }
 
 /// Open I/O-wait sleeps of target threads: `task_struct` address ->
@@ -72,32 +80,37 @@ pub struct Split {
 #[map]
 static IO_WAITS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_IO_WAITS, 0);
 
-/// The current task's `sched_info.run_delay` (0 where BTF lacks it).
+/// `task`'s `sched_info.run_delay` (0 where BTF lacks it).
+///
+/// `task` is a BTF pointer (`bpf_get_current_task_btf`, or a tp_btf
+/// argument), so this is a plain load: the offsets are constants to the
+/// verifier (frozen .rodata, see `field!`), which checks the access
+/// against the running kernel's BTF and has it JITed as a load that
+/// cannot fault (BPF_PROBE_MEM). bpf_probe_read_kernel, two helper calls
+/// with the task lookup, cost more than the rest of a reclaim's end.
 #[inline(always)]
-fn run_delay() -> u64 {
+fn run_delay(task: *const u8) -> u64 {
     let (info, delay) = (field!(task_sched_info), field!(sched_info_run_delay));
     if info.size == 0 || delay.size != 8 {
         return 0;
     }
-    // SAFETY: bpf_probe_read_kernel checks the address; the offsets are
-    // the running kernel's (BTF).
-    unsafe {
-        let task = bpf_get_current_task() as *const u8;
-        let at = info.offset as usize + delay.offset as usize;
-        bpf_probe_read_kernel(task.add(at) as *const u64).unwrap_or(0)
-    }
+    let at = info.offset as usize + delay.offset as usize;
+    // SAFETY: a BTF-typed load from a live task, checked as above.
+    unsafe { core::ptr::read_volatile(task.add(at) as *const u64) }
 }
 
-/// Whether `task` is in an I/O wait (`in_iowait`; false where BTF lacks
-/// it).
+/// Whether `task` (a BTF pointer, as in `run_delay`) is in an I/O wait
+/// (`in_iowait`, a bitfield: `size & 7` is its bit in the byte at
+/// `offset`; false where BTF lacks it).
 #[inline(always)]
 fn in_iowait(task: *const u8) -> bool {
     let f = field!(task_in_iowait);
     if f.offset == 0 {
         return false;
     }
-    // SAFETY: as in `run_delay`.
-    let byte = unsafe { bpf_probe_read_kernel(task.add(f.offset as usize)) }.unwrap_or(0u8);
+    // SAFETY: as in `run_delay`; the verifier allows a byte load that
+    // covers a bitfield (btf_struct_walk).
+    let byte = unsafe { core::ptr::read_volatile(task.add(f.offset as usize)) };
     (byte >> (f.size & 7)) & 1 == 1
 }
 
@@ -108,13 +121,11 @@ pub fn open(split: &mut Split, family: SplitFamily, now: u64) {
     if split.mark_ns != 0 {
         return;
     }
-    *split = Split {
-        mark_ns: now,
-        state: ON_CPU,
-        family: family as u32,
-        run_delay_ns: run_delay(),
-        ..Split::default()
-    };
+    // The parts are 0: a new cell is zeroed and `close` takes the last
+    // span's, so only the line with the mark is written.
+    split.mark_ns = now;
+    split.state = ON_CPU;
+    split.family = family as u32;
 }
 
 /// Closes the current task's split for a span of `family` that began at
@@ -126,6 +137,13 @@ pub fn close(split: &mut Split, family: SplitFamily, start_ns: u64, now: u64) {
     }
     let s = core::mem::take(split);
     let on_cpu = s.on_cpu_ns + now.saturating_sub(s.mark_ns);
+    let run_delay = if s.switched != 0 {
+        // SAFETY: the current task is valid for the program's run.
+        let task = unsafe { bpf_get_current_task_btf() } as *const u8;
+        run_delay(task).saturating_sub(s.run_delay_ns)
+    } else {
+        0
+    };
     let at = |part| split_counter(family, part);
     count_all([
         (at(SplitPart::OnCpu), on_cpu),
@@ -133,10 +151,7 @@ pub fn close(split: &mut Split, family: SplitFamily, start_ns: u64, now: u64) {
         (at(SplitPart::Blocked), s.blocked_ns),
         (at(SplitPart::Iowait), s.iowait_ns),
         (at(SplitPart::Wall), now.saturating_sub(start_ns)),
-        (
-            at(SplitPart::RunDelay),
-            run_delay().saturating_sub(s.run_delay_ns),
-        ),
+        (at(SplitPart::RunDelay), run_delay),
     ]);
 }
 
@@ -178,6 +193,12 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
             (true, true) => IOWAIT,
             (true, false) => BLOCKED,
         };
+        if spans.split.switched == 0 {
+            // Not yet switched in since the open: run_delay as it was
+            // then (see the module's header).
+            spans.split.run_delay_ns = run_delay(prev as *const u8);
+            spans.split.switched = 1;
+        }
         advance(&mut spans.split, state, now);
     }
     // prev is current here: the target filter applies to it.

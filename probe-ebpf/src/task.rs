@@ -96,10 +96,14 @@ pub struct TaskSpans {
     pub reclaim_start_ns: u64,
     pub reclaim_context: u32,
     pub reclaim_target: u32,
+    /// The open span's time so far, split at the scheduler (`sched`):
+    /// beside the reclaim stamp, so that a reclaim's begin writes one
+    /// line of the cell.
+    pub split: crate::sched::Split,
     /// The thread's stalls since they were last added to its process's
     /// `RECLAIM_STALLERS` row (`reclaim::fold_stalls`: at the thread's
     /// exit, and for live threads when the collector reads the maps).
-    /// Next to the stamp, so that a reclaim's end touches one line.
+    /// Near the stamp, so that a reclaim's end touches few lines.
     pub stalls: StallTotals,
     /// The shrinker call (`mm_shrink_slab_start`).
     pub slab_start_ns: u64,
@@ -108,8 +112,6 @@ pub struct TaskSpans {
     /// The OOM reaper's pass over one victim (this cell is the
     /// oom_reaper kthread's: it reaps one victim at a time).
     pub reap_start_ns: u64,
-    /// The open span's time so far, split at the scheduler (`sched`).
-    pub split: crate::sched::Split,
 }
 
 #[btf_map]

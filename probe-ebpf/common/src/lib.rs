@@ -51,7 +51,7 @@ signal_ids! {
 signal_ids! {
     /// A scalar event counter kept in the kernel (index into `COUNTERS`).
     /// The counters one event adds to are neighbours, so that they share
-    /// a cache line (a reclaim's end adds to three).
+    /// a cache line (a reclaim's end adds to nine).
     pub enum Counter {
         /// Direct reclaims of target tasks (begin..end pairs).
         DirectReclaims => ("direct_reclaims", "direct reclaims of the target"),
@@ -59,12 +59,30 @@ signal_ids! {
         DirectReclaimNs => ("direct_reclaim_ns", "target direct reclaim stall time (ns)"),
         /// Pages reclaimed by those direct reclaims (from `..._end`).
         DirectReclaimPages => ("direct_reclaim_pages", "pages reclaimed by target direct reclaims"),
+        /// Where those stalls' wall time went, measured at the scheduler
+        /// (probe-ebpf `sched`): on a CPU, runnable, blocked, of it in an
+        /// I/O wait, the stalls' wall time, the kernel's run_delay change
+        /// over them (ns). Beside the stall counters: one reclaim's end
+        /// adds to these nine.
+        DirectReclaimOnCpuNs => ("direct_reclaim_on_cpu_ns", "target direct reclaim: on a CPU (ns)"),
+        DirectReclaimRunnableNs => ("direct_reclaim_runnable_ns", "target direct reclaim: runnable (ns)"),
+        DirectReclaimBlockedNs => ("direct_reclaim_blocked_ns", "target direct reclaim: blocked (ns)"),
+        DirectReclaimIowaitNs => ("direct_reclaim_iowait_ns", "target direct reclaim: blocked in I/O wait (ns)"),
+        DirectReclaimSplitWallNs => ("direct_reclaim_split_wall_ns", "target direct reclaim: wall time split (ns)"),
+        DirectReclaimRunDelayNs => ("direct_reclaim_run_delay_ns", "target direct reclaim: kernel run_delay (ns)"),
         /// Memcg reclaims of target tasks (begin..end pairs).
         MemcgReclaims => ("memcg_reclaims", "memcg reclaims of the target"),
         /// Total stall time of target memcg reclaims (ns).
         MemcgReclaimNs => ("memcg_reclaim_ns", "target memcg reclaim stall time (ns)"),
         /// Pages reclaimed by those memcg reclaims.
         MemcgReclaimPages => ("memcg_reclaim_pages", "pages reclaimed by target memcg reclaims"),
+        /// As for direct reclaim.
+        MemcgReclaimOnCpuNs => ("memcg_reclaim_on_cpu_ns", "target memcg reclaim: on a CPU (ns)"),
+        MemcgReclaimRunnableNs => ("memcg_reclaim_runnable_ns", "target memcg reclaim: runnable (ns)"),
+        MemcgReclaimBlockedNs => ("memcg_reclaim_blocked_ns", "target memcg reclaim: blocked (ns)"),
+        MemcgReclaimIowaitNs => ("memcg_reclaim_iowait_ns", "target memcg reclaim: blocked in I/O wait (ns)"),
+        MemcgReclaimSplitWallNs => ("memcg_reclaim_split_wall_ns", "target memcg reclaim: wall time split (ns)"),
+        MemcgReclaimRunDelayNs => ("memcg_reclaim_run_delay_ns", "target memcg reclaim: kernel run_delay (ns)"),
         /// Major faults of every task on the machine.
         MajorFaultsAll => ("major_faults_all", "major faults, every task"),
         /// Major faults of target tasks.
@@ -158,24 +176,12 @@ signal_ids! {
         OomReaperWakeups => ("oom_reaper_wakeups", "victims the OOM reaper was woken for"),
         OomReapStarts => ("oom_reap_starts", "OOM reaper attempts that reaped"),
         OomReapSkips => ("oom_reap_skips", "OOM reaper attempts skipped"),
-        /// Where target spans' wall time went, measured at the scheduler
-        /// (probe-ebpf `sched`), per span family (direct reclaim, memcg
-        /// reclaim, compaction), six counters each in this order: on a
-        /// CPU, runnable, blocked, of it in an I/O wait, the spans' wall
-        /// time, and the kernel's `sched_info.run_delay` change over
-        /// them (ns). See [`split_counter`].
-        DirectReclaimOnCpuNs => ("direct_reclaim_on_cpu_ns", "target direct reclaim: on a CPU (ns)"),
-        DirectReclaimRunnableNs => ("direct_reclaim_runnable_ns", "target direct reclaim: runnable (ns)"),
-        DirectReclaimBlockedNs => ("direct_reclaim_blocked_ns", "target direct reclaim: blocked (ns)"),
-        DirectReclaimIowaitNs => ("direct_reclaim_iowait_ns", "target direct reclaim: blocked in I/O wait (ns)"),
-        DirectReclaimSplitWallNs => ("direct_reclaim_split_wall_ns", "target direct reclaim: wall time split (ns)"),
-        DirectReclaimRunDelayNs => ("direct_reclaim_run_delay_ns", "target direct reclaim: kernel run_delay (ns)"),
-        MemcgReclaimOnCpuNs => ("memcg_reclaim_on_cpu_ns", "target memcg reclaim: on a CPU (ns)"),
-        MemcgReclaimRunnableNs => ("memcg_reclaim_runnable_ns", "target memcg reclaim: runnable (ns)"),
-        MemcgReclaimBlockedNs => ("memcg_reclaim_blocked_ns", "target memcg reclaim: blocked (ns)"),
-        MemcgReclaimIowaitNs => ("memcg_reclaim_iowait_ns", "target memcg reclaim: blocked in I/O wait (ns)"),
-        MemcgReclaimSplitWallNs => ("memcg_reclaim_split_wall_ns", "target memcg reclaim: wall time split (ns)"),
-        MemcgReclaimRunDelayNs => ("memcg_reclaim_run_delay_ns", "target memcg reclaim: kernel run_delay (ns)"),
+        /// Where target compactions' wall time went, measured at the
+        /// scheduler (probe-ebpf `sched`), six counters in this order: on
+        /// a CPU, runnable, blocked, of it in an I/O wait, the runs' wall
+        /// time, and the kernel's `sched_info.run_delay` change over them
+        /// (ns). See [`split_counter`]; the reclaim families' six sit
+        /// beside their stall counters (a reclaim's end adds to all nine).
         CompactionOnCpuNs => ("compaction_on_cpu_ns", "target compaction: on a CPU (ns)"),
         CompactionRunnableNs => ("compaction_runnable_ns", "target compaction: runnable (ns)"),
         CompactionBlockedNs => ("compaction_blocked_ns", "target compaction: blocked (ns)"),
