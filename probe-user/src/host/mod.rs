@@ -7,6 +7,7 @@ pub mod cgroupfs;
 pub mod environment;
 pub mod lock;
 pub mod membox;
+pub mod private_dir;
 pub mod privilege;
 pub mod proc;
 pub mod recording_file;

@@ -20,6 +20,7 @@ mod counters;
 mod delays;
 mod faults;
 mod guards;
+mod guest_image;
 mod identity;
 mod kernels;
 mod oom;

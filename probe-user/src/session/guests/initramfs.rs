@@ -8,6 +8,7 @@
 use std::{
     collections::BTreeMap,
     io::Write,
+    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     process::Command,
 };
@@ -304,7 +305,16 @@ impl Cpio {
 
 /// Writes the job script the guest runs inside the host root.
 pub fn write_job_script(job: &Path, cwd: &str, lines: &[String]) -> Result<()> {
-    let mut f = std::fs::File::create(job.join("guest.sh"))?;
+    // The job directory is the user's: the script is made afresh, never
+    // written through a link planted at its name.
+    let script = job.join("guest.sh");
+    let _ = std::fs::remove_file(&script);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&script)
+        .with_context(|| format!("creating {}", script.display()))?;
     writeln!(
         f,
         "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -21,6 +21,7 @@ pub mod qemu;
 pub mod rootimg;
 
 use std::{
+    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     process::Command,
     time::Duration,
@@ -30,6 +31,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::{
     analysis::{GroupInput, sweep},
+    host::private_dir::PrivateDir,
     model::recording::Recording,
     session::preflight,
     view::compare::columns,
@@ -130,10 +132,15 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
              several times the host's and not comparable with it; their counters are real"
         );
     }
-    let root_image = root_image(opts, &resolved, &exe, &out)?;
+    // The guests' disks and initramfs: in root's own 0700 directory, not
+    // in the output directory, where another user could plant a link or
+    // read a copy of the host's files.
+    let private = PrivateDir::create("kernels")?;
+    let root_image = root_image(opts, &resolved, &exe, &private)?;
     let guest = GuestSetup {
         kvm,
         root_image: root_image.as_ref(),
+        private: &private,
     };
     let mut outcomes = Vec::new();
     let (mut i, mut stop) = (0, false);
@@ -193,14 +200,14 @@ fn root_image(
     opts: &KernelsOptions,
     resolved: &[Option<image::Kernel>],
     exe: &Path,
-    out: &Path,
+    private: &PrivateDir,
 ) -> Result<Option<rootimg::RootImage>> {
     if opts.storage != Storage::Image || resolved.iter().all(Option::is_none) {
         return Ok(None);
     }
     eprintln!("vmtrace: building the guests' image of the host's tools");
     let t = std::time::Instant::now();
-    let img = rootimg::build(exe, &out.join("guest-root.img"))?;
+    let img = rootimg::build(exe, private)?;
     eprintln!(
         "vmtrace: guest files ({:.1} s to build): {}",
         t.elapsed().as_secs_f64(),
@@ -213,6 +220,8 @@ fn root_image(
 struct GuestSetup<'a> {
     kvm: bool,
     root_image: Option<&'a rootimg::RootImage>,
+    /// Where the guests' disks and initramfs are made.
+    private: &'a PrivateDir,
 }
 
 /// A bundled workload given no box of its own (no --mem, --swap or
@@ -524,18 +533,28 @@ impl GuestFiles {
         let guest_exe = match setup.root_image {
             Some(_) => None,
             None => {
+                // The job directory is the user's: never through a link.
                 let p = dir.join("vmtrace");
-                std::fs::copy(exe, &p).context("copying vmtrace into the job directory")?;
+                let mut to = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o755)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&p)
+                    .with_context(|| format!("creating {}: remove it first", p.display()))?;
+                std::io::copy(&mut std::fs::File::open(exe)?, &mut to)
+                    .context("copying vmtrace into the job directory")?;
                 Some(p)
             }
         };
-        let initrd = dir.join("initramfs.cpio");
+        let private = setup.private;
+        let initrd = private.path().join("initramfs.cpio");
         initramfs::build(k.modules.as_deref(), &initrd)?;
-        let scratch = dir.join("scratch.img");
+        let scratch = private.path().join("scratch.img");
         qemu::make_disk(&scratch, opts.disk, false)?;
         let swap = match opts.swap {
             Some(bytes) => {
-                let p = dir.join("swap.img");
+                let p = private.path().join("swap.img");
                 qemu::make_disk(&p, bytes, true)?;
                 Some(p)
             }

@@ -71,6 +71,13 @@ pub fn make_disk(path: &Path, bytes: u64, swap: bool) -> Result<()> {
     Ok(())
 }
 
+/// `path` as a value in QEMU's `key=value,...` option syntax: a comma
+/// is written twice (QemuOpts), so that a path holding `,path=/` or
+/// `,readonly=off` stays one value and adds no option.
+pub fn option_value(path: &Path) -> String {
+    path.to_string_lossy().replace(',', ",,")
+}
+
 impl Guest<'_> {
     pub fn command(&self) -> Command {
         let mut c = Command::new("qemu-system-x86_64");
@@ -97,12 +104,12 @@ impl Guest<'_> {
             .arg("-virtfs")
             .arg(format!(
                 "local,path={},mount_tag=job,security_model=none",
-                self.job.display()
+                option_value(self.job)
             ));
         for (disk, readonly) in self.disks() {
             c.arg("-drive").arg(format!(
                 "file={},if=virtio,format=raw,cache=unsafe{}",
-                disk.display(),
+                option_value(disk),
                 if readonly { ",readonly=on" } else { "" }
             ));
         }
@@ -240,6 +247,42 @@ pub fn console_tail(path: &Path, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comma_in_a_path_adds_no_qemu_option() {
+        let g = Guest {
+            image: Path::new("/k"),
+            initramfs: Path::new("/i"),
+            job: Path::new("/home/u/out,path=/,readonly=off"),
+            scratch: Path::new("/var/tmp/a,b/scratch.img"),
+            root_image: None,
+            swap: None,
+            mem_mib: 256,
+            cpus: 2,
+            numa_nodes: 1,
+            kvm: false,
+            console: PathBuf::from("/c"),
+            timeout: Duration::from_secs(1),
+        };
+        let args: Vec<String> = g
+            .command()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let job = args
+            .iter()
+            .find(|a| a.contains("mount_tag=job"))
+            .expect("job share");
+        assert_eq!(
+            job,
+            "local,path=/home/u/out,,path=/,,readonly=off,mount_tag=job,security_model=none"
+        );
+        let drive = args.iter().find(|a| a.starts_with("file=")).expect("drive");
+        assert!(
+            drive.starts_with("file=/var/tmp/a,,b/scratch.img,if=virtio"),
+            "{drive}"
+        );
+    }
 
     #[test]
     fn kvm_needs_hardware_virtualization() {

@@ -12,9 +12,12 @@
 //! kernel under test could decide a comparison (docs/KERNELS.md has the
 //! measured difference).
 //!
-//! The image holds [`IMAGE_DIRS`] (whatever of them exists on the host)
-//! with the host's usrmerge links (`/bin -> usr/bin`) and vmtrace at
-//! [`GUEST_EXE`]. In the guest it is the upper layer of a read-only
+//! The image holds [`IMAGE_DIRS`] (whatever of them exists on the host),
+//! of /etc only [`ETC_ALLOWED`] (never shadow, gshadow, SSH or TLS keys,
+//! sudoers: the image is a file on the host's disk, and it outlives a
+//! killed vmtrace until the next one sweeps it), the host's usrmerge
+//! links (`/bin -> usr/bin`) and vmtrace at [`GUEST_EXE`]. It is made
+//! mode 0600 in root's private directory (`host::private_dir`). In the guest it is the upper layer of a read-only
 //! overlay on the host root (9p): a file outside the image is still
 //! found, over 9p. The directories are bind-mounted into a staging
 //! directory inside a private mount namespace (`unshare --mount`), so no
@@ -27,16 +30,37 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+use crate::host::private_dir::PrivateDir;
+
 /// Host directories copied into the image: executables, libraries, the
-/// C compiler and its headers, and /etc (the loader's cache, passwd).
+/// C compiler and its headers.
 pub const IMAGE_DIRS: &[&str] = &[
-    "/etc",
     "/usr/bin",
     "/usr/sbin",
     "/usr/libexec",
     "/usr/include",
     "/usr/lib/gcc",
     "/usr/lib64",
+];
+
+/// What of /etc goes into the image (those the host has): what the
+/// loader, the C compiler's driver (through Debian's alternatives) and
+/// user and group lookups read. Anything else of /etc the guest still
+/// finds over 9p (the lower layer), but no copy of it lies on disk.
+pub const ETC_ALLOWED: &[&str] = &[
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "host.conf",
+    "localtime",
+    "timezone",
+    "os-release",
+    "debian_version",
 ];
 
 /// Top-level links copied as links when the host has them (usrmerge).
@@ -106,19 +130,24 @@ fn usage(dir: &Path, depth: u32) -> (u64, u64) {
     (bytes, entries)
 }
 
-/// Builds the image at `path` from [`image_dirs`] and the vmtrace binary
-/// `exe`.
-pub fn build(exe: &Path, path: &Path) -> Result<RootImage> {
+/// Builds the image `guest-root.img` in `private` (mode 0600) from
+/// [`image_dirs`], [`ETC_ALLOWED`] and the vmtrace binary `exe`.
+pub fn build(exe: &Path, private: &PrivateDir) -> Result<RootImage> {
     let dirs = image_dirs();
     if !dirs.iter().any(|d| d.ends_with("bin")) {
         bail!("no /usr/bin on this host: use --storage 9p");
     }
-    let stage = path.with_extension("stage");
+    let (path, file) = private.create_file("guest-root.img")?;
+    let stage = private.path().join("stage");
+    let made = stage_etc(&stage)
+        .and_then(|etc| stage_and_format(exe, &dirs, &stage, &path, file).map(|b| b + etc));
     let _ = std::fs::remove_dir_all(&stage);
-    let made = stage_and_format(exe, &dirs, &stage, path);
-    let _ = std::fs::remove_dir_all(&stage);
+    if made.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
     let bytes = made?;
-    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let mut names: Vec<String> = vec!["/etc (the loader's, users' and alternatives' files)".into()];
+    names.extend(dirs.iter().map(|d| d.display().to_string()));
     Ok(RootImage {
         path: path.to_path_buf(),
         description: format!(
@@ -130,10 +159,54 @@ pub fn build(exe: &Path, path: &Path) -> Result<RootImage> {
     })
 }
 
+/// Copies [`ETC_ALLOWED`] into `stage/etc`: files with their mode,
+/// links as links, directories one level deep (alternatives: links;
+/// ld.so.conf.d: files). Returns the bytes copied.
+fn stage_etc(stage: &Path) -> Result<u64> {
+    let etc = stage.join("etc");
+    std::fs::create_dir_all(&etc)?;
+    let mut bytes = 0;
+    for name in ETC_ALLOWED {
+        let from = Path::new("/etc").join(name);
+        let Ok(m) = from.symlink_metadata() else {
+            continue;
+        };
+        if m.is_dir() {
+            std::fs::create_dir_all(etc.join(name))?;
+            for e in std::fs::read_dir(&from)?.flatten() {
+                let to = etc.join(name).join(e.file_name());
+                bytes += copy_entry(&e.path(), &to)?;
+            }
+        } else {
+            bytes += copy_entry(&from, &etc.join(name))?;
+        }
+    }
+    Ok(bytes)
+}
+
+/// A link as a link, a regular file as a copy; anything else skipped.
+fn copy_entry(from: &Path, to: &Path) -> Result<u64> {
+    let m = from.symlink_metadata()?;
+    if m.file_type().is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)?;
+        Ok(0)
+    } else if m.is_file() {
+        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))
+    } else {
+        Ok(0)
+    }
+}
+
 /// The staging tree (mount points, links, vmtrace), then mkfs.ext4 -d
 /// with the directories bind-mounted in a private mount namespace.
 /// Returns the bytes of files copied.
-fn stage_and_format(exe: &Path, dirs: &[PathBuf], stage: &Path, image: &Path) -> Result<u64> {
+fn stage_and_format(
+    exe: &Path,
+    dirs: &[PathBuf],
+    stage: &Path,
+    image: &Path,
+    file: std::fs::File,
+) -> Result<u64> {
     let opt = stage.join(GUEST_EXE.trim_start_matches('/'));
     if let Some(parent) = opt.parent() {
         std::fs::create_dir_all(parent)?;
@@ -161,10 +234,8 @@ fn stage_and_format(exe: &Path, dirs: &[PathBuf], stage: &Path, image: &Path) ->
     // Room for ext4's own metadata; no journal (read-only).
     let size = bytes + bytes / 8 + (64 << 20);
     let inodes = entries + entries / 8 + 1024;
-    let f =
-        std::fs::File::create(image).with_context(|| format!("creating {}", image.display()))?;
-    f.set_len(size)?;
-    drop(f);
+    file.set_len(size)?;
+    drop(file);
     script.push_str(&format!(
         "mkfs.ext4 -q -F -O ^has_journal -N {inodes} -E lazy_itable_init=1 -d '{}' '{}'\n",
         stage.display(),
@@ -175,7 +246,6 @@ fn stage_and_format(exe: &Path, dirs: &[PathBuf], stage: &Path, image: &Path) ->
         .output()
         .context("running unshare (util-linux) to build the guest image")?;
     if !out.status.success() {
-        let _ = std::fs::remove_file(image);
         bail!(
             "building the guest image failed: {} (--storage 9p runs without it)",
             String::from_utf8_lossy(&out.stderr).trim()
