@@ -204,6 +204,12 @@ pub fn processes() -> Vec<(u32, ProcStat)> {
         .collect()
 }
 
+/// This machine's name (/proc/sys/kernel/hostname), trimmed.
+pub fn hostname() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    Some(name.trim().to_string())
+}
+
 /// Whether a process with this pid exists now (/proc/PID).
 pub fn pid_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()

@@ -8,6 +8,16 @@
 //! cgroup2 mount, redone when a row's cgroup is unknown (at most every
 //! few seconds), and the rows of cgroups that are gone are deleted, so
 //! memory stays bounded while cgroups come and go.
+//!
+//! Any local user can connect, so a connection costs little and cannot
+//! hold up others: it is accepted first and then given one of
+//! `MAX_CONNECTIONS` slots or closed at once (the accept loop never
+//! waits for a slot); its request headers must arrive within
+//! `HEADER_TIMEOUT` and it lives at most `CONNECTION_LIFETIME`. An
+//! exposition is rendered at most once per `RENDER_EVERY` per format and
+//! shared by the scrapes in between. A request whose Host header names
+//! neither an IP address, localhost nor this machine is refused (421),
+//! so a web page cannot read /metrics through DNS rebinding.
 
 use std::{
     collections::HashMap,
@@ -60,13 +70,40 @@ pub struct Scrape {
 
 impl Scrape {
     pub fn answer(self, exporter: &mut Exporter, probes: &mut Probes) {
-        let text = exporter.render(probes, self.format);
+        let text = exporter.exposition(probes, self.format);
         let _ = self.reply.send(text);
     }
 }
 
-/// Most connections served at once; more wait in the listen backlog.
-const MAX_CONNECTIONS: usize = 64;
+/// Most connections served at once; one more is closed as it comes.
+const MAX_CONNECTIONS: usize = 512;
+/// A connection's request headers must arrive within this.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+/// A connection (keep-alive included) is closed after this.
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// Scrapes within this of the last rendering share it.
+const RENDER_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether a request's Host header may reach /metrics: none (HTTP/1.0),
+/// an IP address, localhost, or this machine's name (`hostname`), each
+/// with any port. DNS rebinding needs a name that is none of these.
+pub fn host_allowed(host: Option<&str>, hostname: &str) -> bool {
+    let Some(host) = host else {
+        return true;
+    };
+    let name = match host.strip_prefix('[') {
+        // [v6]:port
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, _)) => return v6.parse::<std::net::Ipv6Addr>().is_ok(),
+            None => return false,
+        },
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name.parse::<std::net::Ipv4Addr>().is_ok()
+        || name == "localhost"
+        || (!hostname.is_empty() && name == hostname.to_ascii_lowercase())
+}
 
 /// Binds the address and serves connections on the current runtime;
 /// scrapes arrive on the returned channel.
@@ -90,22 +127,25 @@ pub async fn start(opts: &ServeOptions) -> Result<mpsc::Receiver<Scrape>> {
     eprintln!("vmtrace: serving http://{}/metrics", opts.listen);
     let (tx, rx) = mpsc::channel::<Scrape>(MAX_CONNECTIONS);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let hostname: Arc<str> = proc::hostname().unwrap_or_default().into();
     tokio::spawn(async move {
         loop {
-            let Ok(permit) = slots.clone().acquire_owned().await else {
-                return;
-            };
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let tx = tx.clone();
+            // Full: this one is closed, the accept loop goes on.
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let (tx, hostname) = (tx.clone(), hostname.clone());
             tokio::spawn(async move {
-                let service = service_fn(move |req| respond(req, tx.clone()));
-                let _ = hyper::server::conn::http1::Builder::new()
+                let service = service_fn(move |req| respond(req, tx.clone(), hostname.clone()));
+                let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(Duration::from_secs(10))
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .serve_connection(TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(CONNECTION_LIFETIME, conn).await;
                 drop(permit);
             });
         }
@@ -116,12 +156,24 @@ pub async fn start(opts: &ServeOptions) -> Result<mpsc::Receiver<Scrape>> {
 async fn respond(
     req: Request<hyper::body::Incoming>,
     tx: mpsc::Sender<Scrape>,
+    hostname: Arc<str>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let text = |status: StatusCode, body: &str| {
         let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
         *r.status_mut() = status;
         r
     };
+    let host = req
+        .headers()
+        .get(hyper::header::HOST)
+        .map(|v| v.to_str().unwrap_or("?"));
+    if !host_allowed(host, &hostname) {
+        return Ok(text(
+            StatusCode::MISDIRECTED_REQUEST,
+            "vmtrace: this Host is not this machine: scrape it by IP address, localhost or \
+             its hostname\n",
+        ));
+    }
     match (req.method(), req.uri().path()) {
         (&hyper::Method::GET, "/metrics") => {
             let accept = req
@@ -174,6 +226,8 @@ pub struct Exporter {
     walked: Option<Instant>,
     max_cgroups: u32,
     expired: u64,
+    /// The last exposition per format, and when it was rendered.
+    rendered: Vec<(Format, Instant, String)>,
 }
 
 impl Exporter {
@@ -187,7 +241,24 @@ impl Exporter {
             walked: None,
             max_cgroups,
             expired: 0,
+            rendered: Vec::new(),
         }
+    }
+
+    /// The exposition in `format`: the last one when it is younger than
+    /// `RENDER_EVERY`, else rendered afresh.
+    pub fn exposition(&mut self, probes: &mut Probes, format: Format) -> String {
+        if let Some((_, _, text)) = self
+            .rendered
+            .iter()
+            .find(|(f, at, _)| *f == format && at.elapsed() < RENDER_EVERY)
+        {
+            return text.clone();
+        }
+        let text = self.render(probes, format);
+        self.rendered.retain(|(f, _, _)| *f != format);
+        self.rendered.push((format, Instant::now(), text.clone()));
+        text
     }
 
     fn walk(&mut self) {
@@ -290,6 +361,31 @@ fn always_shown(h: Hist) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_this_machines_names_reach_metrics() {
+        for ok in [
+            None,
+            Some("127.0.0.1:9435"),
+            Some("10.1.2.3"),
+            Some("[::1]:9435"),
+            Some("localhost:9435"),
+            Some("LOCALHOST."),
+            Some("build-7:9435"),
+        ] {
+            assert!(host_allowed(ok, "build-7"), "{ok:?}");
+        }
+        for bad in [
+            Some("evil.example:9435"),
+            Some("127.0.0.1.evil.example"),
+            Some("[::1"),
+            Some("build-7.evil.example"),
+            Some("?"),
+        ] {
+            assert!(!host_allowed(bad, "build-7"), "{bad:?}");
+        }
+        assert!(!host_allowed(Some(":9435"), ""));
+    }
 
     #[test]
     fn public_addresses_need_the_flag() {
