@@ -28,15 +28,20 @@ pub fn test() -> Result<()> {
         );
         return Ok(());
     }
-    util::run(util::cargo().env("VMTRACE_PYTHONPATH", &python).args([
-        "test",
-        "--release",
-        "-p",
-        "vmtrace",
-        "--test",
-        "kernel",
-        "--",
-        "--ignored",
-        "--test-threads=1",
-    ]))
+    util::run(
+        util::cargo()
+            .env("VMTRACE_PYTHONPATH", &python)
+            .env("VMTRACE_PROMETHEUS", crate::setup::prometheus::binary())
+            .args([
+                "test",
+                "--release",
+                "-p",
+                "vmtrace",
+                "--test",
+                "kernel",
+                "--",
+                "--ignored",
+                "--test-threads=1",
+            ]),
+    )
 }

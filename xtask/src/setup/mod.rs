@@ -10,7 +10,10 @@
 //! - Debian packages the tests use (util-linux: mkswap, setpriv; make and
 //!   gcc for the build workload; python3 and pip; bpftrace for the swap
 //!   I/O test; busybox-static,
-//!   e2fsprogs and xz-utils for `vmtrace kernels`);
+//!   e2fsprogs and xz-utils for `vmtrace kernels`), with
+//!   `--no-upgrade --no-remove`: nothing installed is upgraded or removed;
+//! - Prometheus for the exporter test, unpacked and never installed (its
+//!   package would start a service: see `prometheus`);
 //! - QEMU for `vmtrace kernels` (Debian's, or a private copy where
 //!   installing Debian's would remove a package: see `qemu`);
 //! - the PyPI `hdrhistogram` package, into $CARGO_HOME/vmtrace-python (not
@@ -26,6 +29,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::util;
 
+pub mod prometheus;
 mod qemu;
 
 /// The bpf-linker release that builds with the installed nightly (LLVM 22)
@@ -56,8 +60,6 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     // job does not need QEMU.
     // The swap I/O test's independent timing of the same requests.
     ("bpftrace", "bpftrace", Need::Test),
-    // The exporter test's scraper (`attach --serve`).
-    ("prometheus", "prometheus", Need::Test),
     ("busybox", "busybox-static", Need::Test),
     ("mkfs.ext4", "e2fsprogs", Need::Test),
     ("xz", "xz-utils", Need::Test),
@@ -120,6 +122,12 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
     if need == Need::Test && !util::on_path("qemu-system-x86_64") {
         qemu::install()?;
         done.push("QEMU");
+    }
+    // The exporter test's scraper (`attach --serve`): unpacked, so that
+    // no Prometheus service is installed and started.
+    if need == Need::Test && !prometheus::installed() {
+        prometheus::install()?;
+        done.push("Prometheus (unpacked, no service)");
     }
     if need == Need::Test && !python_dir().join("hdrh").join("__init__.py").is_file() {
         install_python_packages()?;
@@ -238,6 +246,8 @@ fn install_bpf_linker() -> Result<()> {
                 "--version",
                 BPF_LINKER_VERSION,
                 "--force",
+                // The versions bpf-linker's own Cargo.lock names.
+                "--locked",
             ])
             .args(["--no-default-features", "--features", &feature])
             .env("LLVM_PREFIX", &prefix),
@@ -272,7 +282,13 @@ pub(crate) fn install_debian(packages: &[&str]) -> Result<()> {
     let install = || {
         util::run(
             Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends", "--no-remove"])
+                .args([
+                    "install",
+                    "-y",
+                    "--no-install-recommends",
+                    "--no-remove",
+                    "--no-upgrade",
+                ])
                 .args(packages)
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )

@@ -12,7 +12,10 @@ use aya::{
     },
     util::online_cpus,
 };
-use vmtrace_common::{CgroupStalls, MAX_CGROUPS, OomVictim, SwapExtents, Target, ZoneSpans, names};
+use vmtrace_common::{
+    CgroupStalls, MAX_CGROUPS, MAX_TARGET_PIDS, MAX_TASKS_IN_FAULT, OomVictim, SwapExtents, Target,
+    ZoneSpans, names,
+};
 
 use super::{
     catalogue::{CATALOGUE, Hook, MetricId, Program},
@@ -171,7 +174,23 @@ pub struct Layout {
 /// failing is an error.
 pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
     let per_cgroup = layout.max_cgroups.map(|n| n.clamp(1, MAX_CGROUPS));
+    // Hash maps are preallocated at their full size (the perf-event
+    // program that closes faults may only use preallocated ones): the
+    // per-task fault stamps (~5 MB) and the followed pids (~5 MB) take
+    // one entry unless fault latency, or a target by pid, uses them.
+    let fault_start = if layout.fault_latency {
+        MAX_TASKS_IN_FAULT
+    } else {
+        1
+    };
+    let target_pids = if layout.target.by_pid != 0 {
+        MAX_TARGET_PIDS
+    } else {
+        1
+    };
     let mut ebpf = EbpfLoader::new()
+        .map_max_entries(names::FAULT_START, fault_start)
+        .map_max_entries(names::TARGET_PIDS, target_pids)
         // The overflow row (id 0) comes on top of the cap.
         .map_max_entries(names::CGROUP_STALLS, per_cgroup.unwrap_or(1) + 1)
         .override_global(names::PER_CGROUP, &u32::from(per_cgroup.is_some()), true)
