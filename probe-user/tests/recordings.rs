@@ -56,6 +56,10 @@ fn broken_recordings_give_one_line_errors() {
         ("bad-empty", "empty file"),
         ("bad-field-type", "runs[0].report.usage.wall_s"),
         ("bad-future-version", "upgrade vmtrace"),
+        (
+            "bad-histogram-4gib",
+            "memcg_reclaim: histogram payload declares 4294967295 bytes of counts, holds 0",
+        ),
         ("bad-histogram-payload", "memcg_reclaim"),
         ("bad-not-a-recording", "not a vmtrace recording"),
         ("bad-truncated", "truncated"),
