@@ -20,6 +20,7 @@ mod counters;
 mod delays;
 mod faults;
 mod guards;
+mod hostile_recordings;
 mod identity;
 mod kernels;
 mod oom;
