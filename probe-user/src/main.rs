@@ -20,7 +20,12 @@ fn main() {
     match vmtrace::cli::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("vmtrace: error: {e:#}");
+            // One line, whatever a recording or a file put in it.
+            let line = format!("{e:#}");
+            eprintln!(
+                "vmtrace: error: {}",
+                vmtrace::model::format::printable(&line)
+            );
             std::process::exit(1);
         }
     }

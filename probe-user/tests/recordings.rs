@@ -56,6 +56,10 @@ fn broken_recordings_give_one_line_errors() {
         ("bad-empty", "empty file"),
         ("bad-field-type", "runs[0].report.usage.wall_s"),
         ("bad-future-version", "upgrade vmtrace"),
+        (
+            "bad-histogram-4gib",
+            "memcg_reclaim: histogram payload declares 4294967295 bytes of counts, holds 0",
+        ),
         ("bad-histogram-payload", "memcg_reclaim"),
         ("bad-not-a-recording", "not a vmtrace recording"),
         ("bad-truncated", "truncated"),
@@ -168,6 +172,97 @@ fn csv_exports_hold_the_reports_numbers() {
     assert_eq!(series.lines().count(), steps + 1);
     let width = series.lines().next().map_or(0, |h| h.split(',').count());
     assert!(series.lines().all(|l| l.split(',').count() == width));
+}
+
+/// Writes `rec` (the corpus's two-run recording, edited) to a scratch
+/// file and returns its path.
+fn hostile(name: &str, edit: &dyn Fn(&mut Value)) -> PathBuf {
+    let mut rec: Value = serde_json::from_slice(
+        &std::fs::read(corpus().join("memhog-2runs.vmtrace.json")).expect("corpus"),
+    )
+    .expect("corpus JSON");
+    edit(&mut rec);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-text");
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let path = dir.join(format!("{name}.vmtrace.json"));
+    std::fs::write(&path, serde_json::to_vec(&rec).expect("ser")).expect("write");
+    path
+}
+
+/// What a terminal would act on: ESC, CR, BEL, NUL, C1, bidi overrides.
+fn controls(s: &str) -> Vec<char> {
+    s.chars()
+        .filter(|&c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+        .collect()
+}
+
+/// Text from a recording (a run's label, the kernel release, the
+/// workload, the writer's version) reaches csv, compare's errors and the
+/// format-version error escaped: `\x1b[2J` printed, not a cleared screen.
+#[test]
+fn a_recordings_control_characters_are_escaped_everywhere() {
+    const EVIL: &str = "\u{1b}[2J\u{1b}]0;owned\u{7}\r\u{202e}x";
+    const SHOWN: &str = "\\x1b[2J\\x1b]0;owned\\x07\\r\\u{202e}x";
+    let csv_file = hostile("csv", &|r| {
+        r["runs"][0]["label"] = EVIL.into();
+        r["environment"]["kernel_release"] = format!("6.18{EVIL}").into();
+    });
+    for format in ["csv", "series-csv"] {
+        let out = vmtrace(&["export", &csv_file.to_string_lossy(), "--format", format]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let csv = text(&out.stdout);
+        assert_eq!(controls(&csv), vec![], "{format}");
+        assert!(
+            csv.contains(&format!("1,{SHOWN},")),
+            "{format}: label not escaped"
+        );
+    }
+    let future = hostile("future", &|r| {
+        r["format_version"] = 9.into();
+        r["vmtrace_version"] = format!("9.0{EVIL}\nvmtrace: error: forged").into();
+    });
+    let other = hostile("other-workload", &|r| {
+        r["workload"]["name"] = format!("memhog{EVIL}").into();
+    });
+    let a = corpus().join("memhog-2runs.vmtrace.json");
+    let cases = [
+        (
+            vec!["report".to_string(), future.to_string_lossy().into_owned()],
+            format!("written by vmtrace 9.0{SHOWN}\\nvmtrace: error: forged)"),
+        ),
+        (
+            [
+                "compare",
+                &a.to_string_lossy(),
+                "--vs",
+                &other.to_string_lossy(),
+            ]
+            .map(String::from)
+            .to_vec(),
+            format!("different workloads: `memhog --mib 200 --passes 1` vs `memhog{SHOWN} --mib"),
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = vmtrace(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err:?}");
+        assert_eq!(controls(&err), vec![], "{args:?}: {err:?}");
+        assert!(err.contains(&want), "{args:?}: {err:?} lacks {want:?}");
+    }
+    // Forced, the warning in compare's text is escaped too.
+    let out = vmtrace(&[
+        "compare",
+        "--force",
+        &a.to_string_lossy(),
+        "--vs",
+        &other.to_string_lossy(),
+    ]);
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(shown.contains(&format!("memhog{SHOWN}")), "{shown}");
+    assert_eq!(controls(&shown), vec![], "{shown}");
 }
 
 /// The hlog export, decoded by HdrHistogram's Python port (PyPI

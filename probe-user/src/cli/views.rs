@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::{
     analysis::{Comparison, GroupInput},
+    model::format::{printable, printable_lines},
     model::recording::Recording,
     session::preflight::check_writable,
 };
@@ -78,12 +79,17 @@ pub(super) fn compare_command(
         if columns.len() > 1 {
             eprintln!(
                 "vmtrace: --svg plots the first sweep value ({}) only",
-                columns[0].sweep_value
+                printable(&columns[0].sweep_value)
             );
         }
         write_plots(path, &columns[0].comparison, &inputs)?;
     }
-    let text = || crate::view::compare::columns::render(&columns, &skipped, detail);
+    // Labels, workloads and machines' names come from the recordings.
+    let text = || {
+        printable_lines(&crate::view::compare::columns::render(
+            &columns, &skipped, detail,
+        ))
+    };
     match format {
         "json" => println!(
             "{}",

@@ -221,9 +221,72 @@ pub fn write_wrapped(o: &mut String, text: &str) -> std::fmt::Result {
     Ok(())
 }
 
+// Text that came from a recording (or any file vmtrace does not control).
+
+/// `text` with every control character (C0, DEL, C1) and every bidi
+/// override or isolate written as an escape (`\n`, `\t`, `\r`, `\x1b`,
+/// `\u{202e}`), so that text from a recording printed to a terminal, a
+/// CSV file or an error line cannot move the cursor, clear the screen,
+/// forge lines or reorder what follows. Anything else, non-ASCII
+/// included, is kept. Idempotent (a backslash is kept as it is), and
+/// borrowed when nothing needs escaping.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut o = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            '\r' => o.push_str("\\r"),
+            c if (c as u32) < 0x80 && unsafe_char(c) => {
+                o.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if unsafe_char(c) => o.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(o)
+}
+
+/// `printable` line by line: a multi-line text (compare's table) keeps
+/// its line breaks and loses every other control character.
+pub fn printable_lines(text: &str) -> String {
+    let mut o = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        o.push_str(&printable(body));
+        o.push_str(end);
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_controls_only() {
+        assert_eq!(
+            printable("memhog --mib 64 -- caf\u{e9}"),
+            "memhog --mib 64 -- caf\u{e9}"
+        );
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\x1b[2Jb\nc\td\re\x7f\u{9b}f\u{202e}g\0"),
+            "a\\x1b[2Jb\\nc\\td\\re\\x7f\\u{9b}f\\u{202e}g\\x00"
+        );
+        let once = printable("x\x1b]0;owned\x07").into_owned();
+        assert_eq!(printable(&once), once.as_str());
+        assert!(!once.chars().any(char::is_control));
+        assert_eq!(printable_lines("a\x1b\nb\r\n\n"), "a\\x1b\nb\\r\n\n");
+    }
 
     #[test]
     fn durations_are_short() {

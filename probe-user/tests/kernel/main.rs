@@ -21,6 +21,7 @@ mod delays;
 mod faults;
 mod guards;
 mod guest_image;
+mod hostile_recordings;
 mod identity;
 mod kernels;
 mod oom;

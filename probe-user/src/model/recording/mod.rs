@@ -5,6 +5,7 @@
 //! `host::recording_file`'s.
 
 pub mod environment;
+mod parse;
 
 use std::{
     path::{Path, PathBuf},
@@ -115,54 +116,9 @@ impl Recording {
         Ok(json)
     }
 
-    /// Parses a recording's bytes (the reader behind
-    /// `host::recording_file`, and what the fuzz tests drive).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Recording> {
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            bail!("empty file, not a vmtrace recording");
-        }
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-            if e.is_eof() {
-                anyhow!(
-                    "truncated: the file ends at byte {} in the middle of the recording \
-                     (was the disk full, or vmtrace killed while writing?)",
-                    bytes.len()
-                )
-            } else {
-                anyhow!("not a vmtrace recording: not JSON ({e})")
-            }
-        })?;
-        let format = value.get("format").and_then(|f| f.as_str());
-        if format != Some(FORMAT) {
-            bail!("not a vmtrace recording: no \"format\": \"{FORMAT}\" field");
-        }
-        let version = value
-            .get("format_version")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| anyhow!("corrupt recording: format_version missing or not a number"))?;
-        if version > u64::from(FORMAT_VERSION) {
-            let by = value
-                .get("vmtrace_version")
-                .and_then(|v| v.as_str())
-                .unwrap_or("a newer vmtrace");
-            bail!(
-                "recording format version {version} (written by vmtrace {by}) is newer than \
-                 this vmtrace {} reads (up to {FORMAT_VERSION}); upgrade vmtrace to read it",
-                env!("CARGO_PKG_VERSION")
-            );
-        }
-        if version == 0 {
-            bail!("corrupt recording: format_version 0 does not exist");
-        }
-        let rec: Recording = serde_path_to_error::deserialize(value)
-            .map_err(|e| anyhow!("corrupt recording: {}: {}", e.path(), e.inner()))?;
-        rec.check()?;
-        Ok(rec)
-    }
-
     /// Checks what serde cannot: every histogram payload decodes and holds
     /// as many values as its summary says.
-    fn check(&self) -> Result<()> {
+    pub(super) fn check(&self) -> Result<()> {
         for (i, run) in self.runs.iter().enumerate() {
             for (h, s) in run.report.histograms() {
                 let hdr = histogram::decode(&s.hdr)

@@ -5,10 +5,12 @@
 
 use serde_json::Value;
 
-use crate::model::recording::Recording;
+use crate::model::{format::printable, recording::Recording};
 
 /// Rows to CSV text: the `csv` crate's writer (quotes a field only when
-/// it holds a comma, a quote or a line break), `\n` line ends.
+/// it holds a comma, a quote or a line break), `\n` line ends. Every
+/// field goes through `printable`: a label or kernel release from a
+/// recording cannot put control characters in a spreadsheet or terminal.
 struct Rows(csv::Writer<Vec<u8>>);
 
 impl Rows {
@@ -25,8 +27,12 @@ impl Rows {
         I: IntoIterator<Item = T>,
         T: AsRef<[u8]>,
     {
+        let fields: Vec<String> = fields
+            .into_iter()
+            .map(|f| printable(&String::from_utf8_lossy(f.as_ref())).into_owned())
+            .collect();
         // Writing to a Vec cannot fail.
-        let _ = self.0.write_record(fields);
+        let _ = self.0.write_record(&fields);
     }
 
     fn finish(self) -> String {
