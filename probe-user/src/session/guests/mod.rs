@@ -117,7 +117,8 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
             crate::model::recording::utc(std::time::SystemTime::now()).1
         )),
     };
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    crate::host::output::create_dir_all(&out)
+        .with_context(|| format!("creating {}", out.display()))?;
     let exe = std::env::current_exe().context("finding the vmtrace binary")?;
     let kvm = match opts.accel {
         Accel::Kvm => true,
@@ -275,7 +276,7 @@ fn run_one(
         Some(m) if opts.mem.len() > 1 => out.join(format!("{i}-{name}-{}M", m >> 20)),
         _ => out.join(format!("{i}-{name}")),
     };
-    std::fs::create_dir_all(&dir)?;
+    crate::host::output::create_dir_all(&dir)?;
     let outcome = match (kernel, mem) {
         (Some(k), Some(m)) => run_in_guest(exe, opts, guest, k, m, &dir),
         _ => run_on_host(exe, opts, spec, &dir),
@@ -344,7 +345,7 @@ fn kernels_table(merged: &[(String, Recording)], outcomes: &[Outcome], out: &Pat
     if text.is_empty() {
         return;
     }
-    let _ = std::fs::write(out.join("table.txt"), &text);
+    let _ = crate::host::output::write_atomic(&out.join("table.txt"), text.as_bytes());
     println!("{text}");
 }
 
@@ -365,7 +366,7 @@ fn compare_kernels(merged: &[(String, Recording)], out: &Path) {
     match sweep::compare_columns(&inputs, true) {
         Ok((cols, skipped)) => {
             let text = columns::render(&cols, &skipped, false);
-            let _ = std::fs::write(out.join("compare.txt"), &text);
+            let _ = crate::host::output::write_atomic(&out.join("compare.txt"), text.as_bytes());
             print!("{text}");
         }
         Err(e) => eprintln!("vmtrace: no compare of the kernels: {e:#}"),
@@ -381,7 +382,7 @@ fn run_on_host(exe: &Path, opts: &KernelsOptions, spec: &str, dir: &Path) -> Res
         .arg("-o")
         .arg(&recording)
         .args(&opts.command[1..])
-        .stdout(std::fs::File::create(dir.join("stdout.txt"))?)
+        .stdout(crate::host::output::create_file(&dir.join("stdout.txt"))?)
         .status()
         .context("running vmtrace on the host")?;
     Ok(Outcome {
@@ -708,7 +709,7 @@ mod tests {
             rec.runs[1].label = "-j4".into();
             rec.runs[0].label = "-j2".into();
             let path = dir.join(format!("{i}.vmtrace.json"));
-            rec.write(&path, None).unwrap();
+            rec.write(&path).unwrap();
             outcomes.push(Outcome {
                 spec: kernel.to_string(),
                 mem: Some(mem << 20),
