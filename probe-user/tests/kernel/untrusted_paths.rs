@@ -206,26 +206,6 @@ fn links_planted_at_a_recordings_paths_leave_root_files_alone() {
     let a = Arena::new("rec");
     let d = a.shared("shared");
     let secret = a.secret();
-    // The final path itself a link to root's file: refused in one line.
-    plant_as_nobody(&[(secret.clone(), d.join("out.json"))], &[], &[]);
-    let out = vm(
-        &[
-            "run",
-            "--progress",
-            "none",
-            "-o",
-            d.join("out.json").to_str().unwrap(),
-            "--",
-            "true",
-        ],
-        false,
-    )
-    .output()
-    .expect("run");
-    let line = one_line_refusal(&out, "-o at a planted link");
-    println!("refused: {line}");
-    assert!(line.contains("symbolic link"), "{line}");
-    assert_untouched(&secret, "-o at a planted link");
     // Every temporary name vmtrace could predict (.NAME.PID.tmp) a link
     // to root's file: the recording is written all the same, beside them.
     let pids = next_pids(300);
@@ -251,6 +231,26 @@ fn links_planted_at_a_recordings_paths_leave_root_files_alone() {
     let m = std::fs::symlink_metadata(&rec).expect("recording");
     assert!(m.is_file() && m.uid() == 0, "{m:?}");
     assert!(crate::common::recording(&rec)["runs"][0]["report"].is_object());
+    // The final path itself a link to root's file: refused in one line.
+    plant_as_nobody(&[(secret.clone(), d.join("out.json"))], &[], &[]);
+    let out = vm(
+        &[
+            "run",
+            "--progress",
+            "none",
+            "-o",
+            d.join("out.json").to_str().unwrap(),
+            "--",
+            "true",
+        ],
+        false,
+    )
+    .output()
+    .expect("run");
+    assert_untouched(&secret, "-o at a planted link");
+    let line = one_line_refusal(&out, "-o at a planted link");
+    println!("refused: {line}");
+    assert!(line.contains("symbolic link"), "{line}");
 }
 
 #[test]
@@ -329,9 +329,9 @@ fn export_and_compare_svg_do_not_write_through_planted_links() {
         )
         .output()
         .expect("export");
+        assert_untouched(&secret, &format!("export -o (sudo {sudo})"));
         let line = one_line_refusal(&out, "export -o at a link");
         assert!(line.contains("symbolic link"), "{line}");
-        assert_untouched(&secret, &format!("export -o (sudo {sudo})"));
         let out = vm(
             &[
                 "compare",
@@ -345,10 +345,10 @@ fn export_and_compare_svg_do_not_write_through_planted_links() {
         )
         .output()
         .expect("compare");
+        assert_untouched(&secret, &format!("compare --svg (sudo {sudo})"));
         let line = one_line_refusal(&out, "compare --svg at a link");
         println!("sudo {sudo}: {line}");
         assert!(line.contains("symbolic link"), "{line}");
-        assert_untouched(&secret, &format!("compare --svg (sudo {sudo})"));
         // Where nothing is planted, both write; as the invoker under sudo.
         let (csv, svg) = (
             d.join(format!("y-{sudo}.csv")),
