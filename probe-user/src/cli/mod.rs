@@ -253,7 +253,8 @@ booted with mem=64M. Meant for a small machine or guest (`vmtrace kernels --mem 
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub swap: Option<u64>,
 
-    /// Directory for the swapfile (a filesystem that supports swapfiles)
+    /// Directory for the swapfile (a filesystem that supports swapfiles);
+    /// vmtrace keeps it in DIR/vmtrace-swap, a directory only root can write
     #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
     pub swap_dir: PathBuf,
 

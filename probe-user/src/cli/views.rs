@@ -148,7 +148,7 @@ fn write_plots(path: &Path, cmp: &Comparison, inputs: &[GroupInput]) -> Result<(
     } else {
         page.into_bytes()
     };
-    std::fs::write(path, bytes).map_err(|e| {
+    crate::host::output::write_atomic(path, &bytes).map_err(|e| {
         anyhow::anyhow!(
             "cannot write {}: {e}; choose another path with --svg",
             path.display()
@@ -170,15 +170,12 @@ pub(super) fn export_command(
     match output {
         Some(path) => {
             check_writable(path)?;
-            std::fs::write(path, &bytes).map_err(|e| {
+            crate::host::output::write_atomic(path, &bytes).map_err(|e| {
                 anyhow::anyhow!(
                     "cannot write {}: {e}; choose another path with -o",
                     path.display()
                 )
             })?;
-            if let Some((uid, gid)) = crate::host::privilege::sudo_owner() {
-                let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
-            }
         }
         None => {
             if format == "png" && std::io::stdout().is_terminal() {

@@ -1,18 +1,18 @@
 //! The small-memory box a workload runs in: a memory cgroup with a limit
 //! (cgroup v2 `memory.max`, or v1 `memory.limit_in_bytes` where the memory
 //! controller is on v1, as on hybrid machines), a cgroup v2 group whose id
-//! the eBPF programs filter on, and a temporary swapfile. Every piece is
-//! named `vmtrace-<pid>` and removed by its own `Drop`, so an error half-way
-//! through creating the box, or in the run, leaves nothing behind.
+//! the eBPF programs filter on, and a temporary swapfile (`host::swapfile`).
+//! Every piece is named `vmtrace-<pid>` (the swapfile adds a random part)
+//! and removed by its own `Drop`, so an error half-way through creating
+//! the box, or in the run, leaves nothing behind.
 
 use std::{
     collections::BTreeMap,
     ffi::CString,
     fs,
     io::{self, Write},
-    os::unix::{ffi::OsStrExt, fs::MetadataExt, fs::OpenOptionsExt},
+    os::unix::{ffi::OsStrExt, fs::MetadataExt},
     path::{Path, PathBuf},
-    process::Command,
     thread,
     time::{Duration, Instant},
 };
@@ -27,10 +27,7 @@ use crate::model::{
 
 /// Smallest memory limit accepted: below this even a shell gets OOM-killed.
 pub const MIN_MEM: u64 = 8 << 20;
-/// Smallest swapfile accepted (mkswap needs 10 pages; be sensible).
-pub const MIN_SWAP: u64 = 1 << 20;
-/// Free space left on the swap filesystem after the swapfile.
-const DISK_MARGIN: u64 = 1 << 30;
+pub use crate::host::swapfile::{MIN_SWAP, Swapfile};
 
 #[derive(Clone, Debug)]
 pub struct BoxSpec {
@@ -161,110 +158,6 @@ impl Drop for Cgroup {
             }
         }
     }
-}
-
-/// A temporary swapfile, swapped off and deleted on drop.
-#[derive(Debug)]
-pub struct Swapfile {
-    pub path: PathBuf,
-    pub bytes: u64,
-    active: bool,
-}
-
-impl Swapfile {
-    fn create(dir: &Path, name: &str, bytes: u64) -> Result<Swapfile> {
-        if bytes < MIN_SWAP {
-            bail!("--swap {} is too small; use at least 1M", human(bytes));
-        }
-        let free = free_bytes(dir)?;
-        if bytes.saturating_add(DISK_MARGIN) > free {
-            bail!(
-                "--swap {} does not fit in {} ({} free, 1 GiB kept spare); \
-                 choose a smaller --swap or a --swap-dir on a larger filesystem",
-                human(bytes),
-                dir.display(),
-                human(free)
-            );
-        }
-        let path = dir.join(format!("{name}.swap"));
-        let file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("creating swapfile {}", path.display()))?;
-        // From here on, Drop removes the file.
-        let mut swap = Swapfile {
-            path,
-            bytes,
-            active: false,
-        };
-        let len = libc::off_t::try_from(bytes).context("swap size")?;
-        // SAFETY: fallocate on a file we own, whole range.
-        if unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, len) } != 0 {
-            return Err(io::Error::last_os_error()).with_context(|| {
-                format!(
-                    "allocating {} for {} (swapfiles need a filesystem with fallocate, like ext4 or xfs; try --swap-dir)",
-                    human(bytes),
-                    swap.path.display()
-                )
-            });
-        }
-        drop(file);
-        let out = Command::new("mkswap")
-            .arg(&swap.path)
-            .output()
-            .context("running mkswap (from util-linux); install util-linux")?;
-        if !out.status.success() {
-            bail!(
-                "mkswap {} failed: {}",
-                swap.path.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        let c = CString::new(swap.path.as_os_str().as_bytes())?;
-        // SAFETY: a valid path; flags 0 = default priority.
-        if unsafe { libc::swapon(c.as_ptr(), 0) } != 0 {
-            return Err(io::Error::last_os_error()).with_context(|| {
-                format!(
-                    "swapon {} failed (the filesystem may not support swapfiles; try --swap-dir)",
-                    swap.path.display()
-                )
-            });
-        }
-        swap.active = true;
-        Ok(swap)
-    }
-}
-
-impl Drop for Swapfile {
-    fn drop(&mut self) {
-        if self.active
-            && let Ok(c) = CString::new(self.path.as_os_str().as_bytes())
-            // SAFETY: a valid path of a swapfile we activated.
-            && unsafe { libc::swapoff(c.as_ptr()) } != 0
-        {
-            eprintln!(
-                "vmtrace: warning: swapoff {} failed: {}; run `swapoff {}`",
-                self.path.display(),
-                io::Error::last_os_error(),
-                self.path.display()
-            );
-            return;
-        }
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
-fn free_bytes(dir: &Path) -> Result<u64> {
-    let c = CString::new(dir.as_os_str().as_bytes())?;
-    // SAFETY: statvfs writes into the zeroed struct we pass.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error())
-            .with_context(|| format!("--swap-dir {} is not usable", dir.display()));
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// The box: whatever of memcg, tracking cgroup and swapfile was asked for.
@@ -524,7 +417,8 @@ fn create_memcg(mounts: &CgroupMounts, name: &str, limit: u64) -> Result<Cgroup>
     )
 }
 
-/// Whether `vmtrace-<pid>` names a vmtrace that is no longer running.
+/// Whether `vmtrace-<pid>` (a cgroup, a sysctl state file; `.swap` of
+/// an older vmtrace's swapfile) names a vmtrace that is no longer running.
 pub(crate) fn owner_is_gone(name: &str) -> bool {
     let Some(pid) = name
         .strip_prefix("vmtrace-")
@@ -569,30 +463,7 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
             }
         }
     }
-    let swaps = crate::host::swapdev::read_proc_swaps().unwrap_or_default();
-    let active: Vec<String> = crate::host::swapdev::parse_proc_swaps(&swaps);
-    let mut files: Vec<PathBuf> = active.iter().map(PathBuf::from).collect();
-    if let Ok(entries) = fs::read_dir(swap_dir) {
-        files.extend(entries.flatten().map(|e| e.path()));
-    }
-    files.sort();
-    files.dedup();
-    for path in files {
-        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            continue;
-        };
-        if !name.ends_with(".swap") || !owner_is_gone(&name) {
-            continue;
-        }
-        drop(Swapfile {
-            active: active.iter().any(|a| Path::new(a) == path),
-            path: path.clone(),
-            bytes: 0,
-        });
-        if !path.exists() {
-            removed.push(path.display().to_string());
-        }
-    }
+    removed.extend(crate::host::swapfile::clean_stale(swap_dir));
     removed.extend(clean_stale_scratch(&std::env::temp_dir()));
     // Trees vmtrace prepared for a bundled build (`vmtrace-build-tree-PID`).
     removed.extend(clean_stale_scratch(swap_dir));
@@ -606,6 +477,9 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
 /// (killing what ran in them), so that no live build loses its tree.
 fn clean_stale_scratch(tmp: &Path) -> Vec<String> {
     let mut removed = Vec::new();
+    let invoker = crate::host::output::invoker().ok().flatten().map(|i| i.uid);
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
     let Ok(entries) = fs::read_dir(tmp) else {
         return removed;
     };
@@ -619,8 +493,12 @@ fn clean_stale_scratch(tmp: &Path) -> Vec<String> {
             continue;
         };
         let path = e.path();
-        // Only plain directories (not links to elsewhere) of a dead pid.
-        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        // Only plain directories (not links to elsewhere) of a dead pid,
+        // root's (a tree vmtrace prepared), this process's or its
+        // invoker's (a tree the workload made as that user): never
+        // another user's.
+        let ours = |uid: u32| uid == 0 || uid == me || Some(uid) == invoker;
+        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && ours(m.uid()));
         if is_dir
             && !Path::new(&format!("/proc/{pid}")).exists()
             && fs::remove_dir_all(&path).is_ok()

@@ -1,17 +1,20 @@
 //! The machine vmtrace runs on, without eBPF: every read of /proc, /sys
 //! and cgroupfs (the recording's environment, /proc readers), the memory
-//! box (cgroup and swapfile), swap devices, sysctls, privilege, locks and
-//! the recording file on disk.
+//! box (cgroup and swapfile), swap devices, sysctls, privilege, locks,
+//! the recording file on disk and every file vmtrace writes for the user
+//! (`output`: as sudo's invoker, never through a planted link).
 
 pub mod cgroupfs;
 pub mod environment;
 pub mod lock;
 pub mod membox;
+pub mod output;
 pub mod private_dir;
 pub mod privilege;
 pub mod proc;
 pub mod recording_file;
 pub mod swapdev;
+pub mod swapfile;
 pub mod sysctl;
 
 /// A fresh scratch directory for a unit test, under the build's own

@@ -185,15 +185,6 @@ pub fn command_identity(as_root: bool) -> Result<Option<Identity>> {
     Identity::of_sudo_invoker().context("finding the user who ran sudo")
 }
 
-/// The user behind sudo (SUDO_UID/SUDO_GID), whose files vmtrace's output
-/// should be; None when not run through sudo or already that user.
-pub fn sudo_owner() -> Option<(u32, u32)> {
-    let uid: u32 = std::env::var("SUDO_UID").ok()?.parse().ok()?;
-    let gid: u32 = std::env::var("SUDO_GID").ok()?.parse().ok()?;
-    // SAFETY: geteuid has no preconditions.
-    (uid != unsafe { libc::geteuid() }).then_some((uid, gid))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,13 @@
-//! The recording file on disk: written atomically (a temporary file in
-//! the same directory, synced, renamed over the target) and given to the
-//! user behind sudo, and read back with one-line errors naming the file:
-//! only a regular file (never a FIFO, a device or a directory, which could
-//! block or never end), of at most `MAX_RECORDING_BYTES`. The bytes
-//! themselves are the model's (`Recording::to_bytes`,
-//! `Recording::from_reader`).
+//! The recording file on disk: written atomically, as the user behind
+//! sudo (`host::output`: a random temporary name in the same directory,
+//! synced, renamed over the target), and read back with one-line errors
+//! naming the file: only a regular file (never a FIFO, a device or a
+//! directory, which could block or never end), of at most
+//! `MAX_RECORDING_BYTES`. The bytes themselves are the model's
+//! (`Recording::to_bytes`, `Recording::from_reader`).
 
 use std::{
     fs,
-    io::Write,
     os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _},
     path::Path,
 };
@@ -18,40 +17,18 @@ use anyhow::{Result, anyhow, bail};
 use crate::model::recording::Recording;
 
 impl Recording {
-    /// Writes the recording to `path` atomically (a temporary file in the
-    /// same directory, renamed over it), owned by `owner` when given (the
-    /// user who ran vmtrace through sudo).
-    pub fn write(&self, path: &Path, owner: Option<(u32, u32)>) -> Result<()> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let file_name = path
-            .file_name()
-            .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            file_name.to_string_lossy(),
-            std::process::id()
-        ));
+    /// Writes the recording to `path` atomically, as the user behind
+    /// sudo when there is one (`host::output`: a random temporary name
+    /// created O_EXCL|O_NOFOLLOW, renamed over the final name; a final
+    /// name that is a symbolic link is refused).
+    pub fn write(&self, path: &Path) -> Result<()> {
         let bytes = self.to_bytes()?;
-        let written = (|| -> std::io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            if let Some((uid, gid)) = owner {
-                std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
-            }
-            fs::rename(&tmp, path)
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            bail!(
+        crate::host::output::write_atomic(path, &bytes).map_err(|e| {
+            anyhow!(
                 "cannot write the recording to {}: {e}; choose another path with -o",
                 path.display()
-            );
-        }
-        Ok(())
+            )
+        })
     }
 
     /// Reads a recording; every failure is one line naming the file.
@@ -151,7 +128,7 @@ mod tests {
         let dir = crate::host::test_scratch("rec");
         fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("r.vmtrace.json");
-        rec.write(&path, None).expect("writes");
+        rec.write(&path).expect("writes");
         let back = Recording::read(&path).expect("reads");
         assert_eq!(
             serde_json::to_string(&back).expect("ser"),
@@ -195,7 +172,7 @@ mod tests {
         let e = format!(
             "{:#}",
             sample()
-                .write(Path::new("/nonexistent-dir/r.vmtrace.json"), None)
+                .write(Path::new("/nonexistent-dir/r.vmtrace.json"))
                 .expect_err("fails")
         );
         assert!(

@@ -88,7 +88,8 @@ impl Drop for PreparedTree {
 /// The bundled build measures make, not the preparation: its tree (a
 /// `cp -a` of --source, or the generated one) is written here, before
 /// the box and the probes exist, as the command's user, into
-/// `vmtrace-build-tree-PID` in the swap directory (a disk, not tmpfs:
+/// `vmtrace-build-tree-<random>-PID/tree` in the swap directory (root's
+/// outer directory, the user's tree: `host::output::scratch_tree`) (a disk, not tmpfs:
 /// a kernel tree in RAM would be pressure of its own). The measured
 /// command is pointed at it (`build --prepared DIR`). Issue 18: `cp` was
 /// the task with the most reclaim stalls of a traced kernel build.
@@ -105,18 +106,15 @@ pub fn prepare_tree(
     if !is_build || given {
         return Ok(None);
     }
-    let dir = opts
-        .spec
-        .swap_dir
-        .join(format!("vmtrace-build-tree-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating the build tree {}", dir.display()))?;
-    let tree = PreparedTree(dir.clone());
-    if let Some(id) = identity {
-        std::os::unix::fs::chown(&dir, Some(id.uid), Some(id.gid))
-            .with_context(|| format!("giving {} to {}", dir.display(), id.user))?;
-    }
+    let (outer, dir) =
+        crate::host::output::scratch_tree(&opts.spec.swap_dir, "vmtrace-build-tree", identity)
+            .with_context(|| {
+                format!(
+                    "creating the build tree in {}; choose another --swap-dir",
+                    opts.spec.swap_dir.display()
+                )
+            })?;
+    let tree = PreparedTree(outer);
     let started = std::time::Instant::now();
     let mut prep = std::process::Command::new(&opts.command[0]);
     prep.args(&opts.command[1..3])

@@ -14,7 +14,6 @@ use std::{
 use anyhow::Result;
 
 use crate::{
-    host::privilege::sudo_owner,
     host::proc::kernel_release,
     host::sysctl::SysctlOverride,
     model::recording::{Environment, RecordedRun, Recording, Workload},
@@ -72,7 +71,6 @@ pub fn run_job(opts: &JobOptions, each: impl FnMut(&RunReport, usize)) -> Result
     let mut out = Output {
         recording: Recording::new(workload, Environment::capture()),
         path,
-        owner: sudo_owner(),
         total: configs.len() * opts.repeat as usize,
     };
     let exit_code = run_all(&configs, opts.repeat, &mut out, each)?;
@@ -170,7 +168,6 @@ fn output_path(output: Option<&Path>, workload: &str) -> PathBuf {
 struct Output {
     recording: Recording,
     path: PathBuf,
-    owner: Option<(u32, u32)>,
     total: usize,
 }
 
@@ -212,7 +209,7 @@ fn run_all(
                 let why = format!("interrupted during run {n} of {total}");
                 out.recording.mark_incomplete(&why);
             }
-            out.recording.write(&out.path, out.owner)?;
+            out.recording.write(&out.path)?;
             if interrupted {
                 return Ok(exit_code);
             }
@@ -229,7 +226,7 @@ impl Output {
             return Ok(());
         }
         self.recording.mark_incomplete(why);
-        self.recording.write(&self.path, self.owner)?;
+        self.recording.write(&self.path)?;
         eprintln!(
             "vmtrace: recording of the {} finished run(s) written to {}",
             self.recording.runs.len(),
@@ -265,7 +262,7 @@ pub fn attach_job(
         label: String::new(),
         report,
     });
-    recording.write(&path, sudo_owner())?;
+    recording.write(&path)?;
     Ok(path)
 }
 

@@ -39,8 +39,10 @@ pub fn clean_stale_box(swap_dir: &Path) {
     }
 }
 
-/// Refuses, before anything runs, a recording path vmtrace could not
-/// write: its directory missing, not a directory, or not writable.
+/// Refuses, before anything runs, an output path vmtrace could not
+/// write: its directory missing, not a directory, or not writable by
+/// whom the file is for (sudo's invoker, checked as that user, not by
+/// root's rights), or the path a symbolic link.
 pub fn check_writable(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -61,17 +63,21 @@ pub fn check_writable(path: &Path) -> Result<()> {
             dir.display()
         );
     }
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| anyhow::anyhow!("-o {}: the path has a NUL byte", path.display()))?;
-    // SAFETY: access() on a valid NUL-terminated path.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
-        bail!(
-            "cannot write the recording to {}: directory {} is not writable; choose another path with -o",
+    let who = crate::host::output::invoker()?;
+    match crate::host::output::check(path, who.as_ref()) {
+        Ok(()) => Ok(()),
+        Err(crate::host::output::Unwritable::Link) => bail!(
+            "{} is a symbolic link; vmtrace does not write through links (another user \
+             may have planted it): remove it or choose another path",
+            path.display()
+        ),
+        Err(crate::host::output::Unwritable::Denied { who, why }) => bail!(
+            "cannot write to {}: directory {} is not writable by {who} ({why}); \
+             choose another path",
             path.display(),
             dir.display()
-        );
+        ),
     }
-    Ok(())
 }
 
 /// Whether a program of that name is in a directory of $PATH.

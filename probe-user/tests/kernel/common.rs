@@ -80,11 +80,13 @@ impl Leftovers {
                 found.push(line.split_whitespace().next().unwrap_or("").to_string());
             }
         }
-        if let Ok(rd) = std::fs::read_dir("/var/tmp") {
-            for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name.starts_with("vmtrace-") && name.ends_with(".swap") {
-                    found.push(format!("/var/tmp/{name}"));
+        for dir in ["/var/tmp", "/var/tmp/vmtrace-swap"] {
+            if let Ok(rd) = std::fs::read_dir(dir) {
+                for e in rd.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("vmtrace-") && name.ends_with(".swap") {
+                        found.push(format!("{dir}/{name}"));
+                    }
                 }
             }
         }

@@ -35,5 +35,6 @@ mod reports;
 mod serve;
 mod swapcause;
 mod swapio;
+mod untrusted_paths;
 mod workloads;
 mod zones;

@@ -119,7 +119,8 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
             crate::model::recording::utc(std::time::SystemTime::now()).1
         )),
     };
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    crate::host::output::create_dir_all(&out)
+        .with_context(|| format!("creating {}", out.display()))?;
     let exe = std::env::current_exe().context("finding the vmtrace binary")?;
     let kvm = match opts.accel {
         Accel::Kvm => true,
@@ -284,7 +285,7 @@ fn run_one(
         Some(m) if opts.mem.len() > 1 => out.join(format!("{i}-{name}-{}M", m >> 20)),
         _ => out.join(format!("{i}-{name}")),
     };
-    std::fs::create_dir_all(&dir)?;
+    crate::host::output::create_dir_all(&dir)?;
     let outcome = match (kernel, mem) {
         (Some(k), Some(m)) => run_in_guest(exe, opts, guest, k, m, &dir),
         _ => run_on_host(exe, opts, spec, &dir),
@@ -353,7 +354,7 @@ fn kernels_table(merged: &[(String, Recording)], outcomes: &[Outcome], out: &Pat
     if text.is_empty() {
         return;
     }
-    let _ = std::fs::write(out.join("table.txt"), &text);
+    let _ = crate::host::output::write_atomic(&out.join("table.txt"), text.as_bytes());
     println!("{text}");
 }
 
@@ -374,7 +375,7 @@ fn compare_kernels(merged: &[(String, Recording)], out: &Path) {
     match sweep::compare_columns(&inputs, true) {
         Ok((cols, skipped)) => {
             let text = columns::render(&cols, &skipped, false);
-            let _ = std::fs::write(out.join("compare.txt"), &text);
+            let _ = crate::host::output::write_atomic(&out.join("compare.txt"), text.as_bytes());
             print!("{text}");
         }
         Err(e) => eprintln!("vmtrace: no compare of the kernels: {e:#}"),
@@ -390,7 +391,7 @@ fn run_on_host(exe: &Path, opts: &KernelsOptions, spec: &str, dir: &Path) -> Res
         .arg("-o")
         .arg(&recording)
         .args(&opts.command[1..])
-        .stdout(std::fs::File::create(dir.join("stdout.txt"))?)
+        .stdout(crate::host::output::create_file(&dir.join("stdout.txt"))?)
         .status()
         .context("running vmtrace on the host")?;
     Ok(Outcome {
@@ -427,7 +428,11 @@ fn run_in_guest(
         );
     }
     write_guest_job(opts, setup, dir)?;
-    let console = dir.join("console.log");
+    // QEMU (root) writes the console in root's private directory: in the
+    // job directory, the invoker's, it would follow a link planted at
+    // its name. A copy goes there, written as the invoker, at the end.
+    let console = setup.private.path().join("console.log");
+    let _ = std::fs::remove_file(&console);
     // One boot with freshly made files (scratch and swap disks,
     // initramfs), removed after it however it ended.
     let boot = || -> Result<qemu::Ended> {
@@ -458,9 +463,11 @@ fn run_in_guest(
             "vmtrace: {release}: the guest kernel panicked while booting, before the \
              job began (under TCG: QEMU's emulation); booting it once more"
         );
-        let _ = std::fs::rename(&console, dir.join("console.first-boot.log"));
+        keep_console(&console, &dir.join("console.first-boot.log"));
+        let _ = std::fs::remove_file(&console);
         ended = boot()?;
     }
+    keep_console(&console, &dir.join("console.log"));
     // vdb is the image only when there is one (else the swap disk).
     if let Some(read) = setup.root_image.and_then(|_| image_reads(dir)) {
         eprintln!(
@@ -485,6 +492,16 @@ fn run_in_guest(
         recording: recording.is_file().then_some(recording),
         problem,
     })
+}
+
+/// Copies the guest's console log into its job directory (as the
+/// invoker, never through a link: `host::output`).
+fn keep_console(console: &Path, to: &Path) {
+    if let Ok(bytes) = std::fs::read(console)
+        && let Err(e) = crate::host::output::write_atomic(to, &bytes)
+    {
+        eprintln!("vmtrace: cannot keep the console log as {}: {e:#}", to.display());
+    }
 }
 
 /// Whether the guest powered off after a kernel panic before its job
@@ -727,7 +744,7 @@ mod tests {
             rec.runs[1].label = "-j4".into();
             rec.runs[0].label = "-j2".into();
             let path = dir.join(format!("{i}.vmtrace.json"));
-            rec.write(&path, None).unwrap();
+            rec.write(&path).unwrap();
             outcomes.push(Outcome {
                 spec: kernel.to_string(),
                 mem: Some(mem << 20),
