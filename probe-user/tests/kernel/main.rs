@@ -33,5 +33,6 @@ mod reports;
 mod serve;
 mod swapcause;
 mod swapio;
+mod untrusted_state;
 mod workloads;
 mod zones;
