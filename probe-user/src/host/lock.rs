@@ -34,7 +34,7 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
 pub const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// A stop signal arrived while vmtrace waited for a lock: vmtrace exits
-/// with 128 + the signal, having set nothing up.
+/// with 128 + the signal, after what it set up is removed.
 #[derive(Debug)]
 pub struct Interrupted {
     pub signal: i32,
@@ -51,7 +51,7 @@ impl std::fmt::Display for Interrupted {
         };
         write!(
             f,
-            "interrupted by {name} while waiting for {}; nothing was changed",
+            "interrupted by {name} while waiting for {}; nothing is left changed",
             self.what
         )
     }
