@@ -26,7 +26,11 @@ fn main() {
                 "vmtrace: error: {}",
                 vmtrace::model::format::printable(&line)
             );
-            std::process::exit(1);
+            // A stop signal that ended a lock wait exits as the signal would.
+            let code = e
+                .downcast_ref::<vmtrace::host::lock::Interrupted>()
+                .map_or(1, |i| 128 + i.signal);
+            std::process::exit(code);
         }
     }
 }

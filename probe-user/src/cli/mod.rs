@@ -352,8 +352,9 @@ reclaim writes go to the compressed pool (zswpout) instead of the swap device \
     )]
     pub zswap: Option<bool>,
 
-    /// Set a sysctl for the runs, e.g. vm.page-cluster=0 (repeatable);
-    /// restored afterwards, also on errors and Ctrl-C
+    /// Set a memory-management sysctl (vm.*, kernel.numa_balancing) for
+    /// the runs, e.g. vm.page-cluster=0 (repeatable); restored
+    /// afterwards, also on errors, Ctrl-C and after a kill -9
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_sysctl)]
     pub sysctl: Vec<(String, String)>,
 
@@ -481,15 +482,14 @@ fn parse_on_off(text: &str) -> Result<bool, String> {
     }
 }
 
-/// `NAME=VALUE` of --sysctl; the name must exist under /proc/sys.
+/// `NAME=VALUE` of --sysctl; the name must be a memory-management
+/// sysctl (host::sysctl::settable) this kernel has under /proc/sys.
 fn parse_sysctl(text: &str) -> Result<(String, String), String> {
     let Some((name, value)) = text.split_once('=') else {
         return Err(format!("`{text}`: give NAME=VALUE, like vm.page-cluster=0"));
     };
-    let name = name.trim();
-    if name.is_empty() || name.contains("..") || name.starts_with('/') {
-        return Err(format!("`{name}` is not a sysctl name; like vm.swappiness"));
-    }
+    let name = crate::host::sysctl::settable(name)?;
+    let name = name.as_str();
     if !crate::host::sysctl::exists(name) {
         return Err(format!(
             "this kernel has no sysctl {name} ({} does not exist)",

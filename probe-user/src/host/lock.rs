@@ -1,37 +1,445 @@
-//! Locks that several vmtraces running at once take around the steps
-//! they must not interleave: changing or restoring a sysctl, and mounting
-//! tracefs to attach (one vmtrace must not unmount it while another
-//! reads it). `flock` on files in /run/vmtrace: released when the guard
-//! drops, or by the kernel when the process dies.
+//! vmtrace's run-time state directory (/run/vmtrace) and the locks in
+//! it. The directory is root's alone: created 0700 whatever the umask,
+//! and checked (a real directory, owned by us, writable by no one else)
+//! before anything in it is opened; every file in it is opened with
+//! O_NOFOLLOW relative to that checked directory and refused unless it is
+//! a plain file of ours that no one else can write. Nothing in it is
+//! trusted otherwise.
+//!
+//! Locks are `flock`s on files there: around changing or restoring a
+//! sysctl, and around mounting tracefs to attach (one vmtrace must not
+//! unmount it while another reads it). A wait is bounded (30 s, then a
+//! one-line error naming the lock and its holder) and ends at once on
+//! SIGINT, SIGTERM or SIGHUP. Each vmtrace also holds `live-PID.lock`
+//! for its whole life: another vmtrace takes a pid for a dead vmtrace's
+//! only when it can take that lock, whatever the program is called.
 
-use std::{os::fd::AsRawFd, path::Path};
+use std::{
+    fs::File,
+    io::{self, Read},
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Result, bail};
 
 /// Where vmtrace keeps its run-time state (a tmpfs).
 pub const STATE_DIR: &str = "/run/vmtrace";
 
+/// How long a lock is waited for before vmtrace gives up.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The signals that stop vmtrace (also while it waits for a lock).
+pub const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// A stop signal arrived while vmtrace waited for a lock: vmtrace exits
+/// with 128 + the signal, after what it set up is removed.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub signal: i32,
+    what: String,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self.signal {
+            libc::SIGINT => "SIGINT".to_string(),
+            libc::SIGTERM => "SIGTERM".to_string(),
+            libc::SIGHUP => "SIGHUP".to_string(),
+            n => format!("signal {n}"),
+        };
+        write!(
+            f,
+            "interrupted by {name} while waiting for {}; nothing is left changed",
+            self.what
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// The checked state directory, open.
+pub struct StateDir {
+    fd: OwnedFd,
+}
+
+fn cstr(name: &str) -> io::Result<std::ffi::CString> {
+    std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn fstat(fd: &impl AsRawFd) -> io::Result<libc::stat> {
+    // SAFETY: a zeroed stat is a valid out-parameter; fd is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// Why `st` is not ours alone, if it is not: another owner, or writable
+/// by group or others. Read bits of others are taken away (an older
+/// vmtrace made its files under the umask) by `fd`'s fchmod.
+fn not_ours(fd: &impl AsRawFd, st: &libc::stat, private: u32) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mode = st.st_mode & 0o7777;
+    if st.st_uid != me || mode & 0o022 != 0 {
+        return Some(format!("owned by uid {}, mode {mode:04o}", st.st_uid));
+    }
+    // SAFETY: fchmod on an open descriptor of ours.
+    if mode & 0o077 != 0 && unsafe { libc::fchmod(fd.as_raw_fd(), private) } != 0 {
+        return Some(format!(
+            "mode {mode:04o} and it cannot be made {private:04o}"
+        ));
+    }
+    None
+}
+
+impl StateDir {
+    /// Creates /run/vmtrace (0700) if it is missing, and opens it; one
+    /// that is a link, not ours or writable by others is refused in one
+    /// line that says to remove it.
+    pub fn open() -> Result<StateDir> {
+        StateDir::open_with(true)
+    }
+
+    /// The same without creating it: an error when it is missing.
+    pub fn existing() -> Result<StateDir> {
+        StateDir::open_with(false)
+    }
+
+    fn open_with(create: bool) -> Result<StateDir> {
+        let path = cstr(STATE_DIR)?;
+        // SAFETY: a NUL-terminated path.
+        if create && unsafe { libc::mkdir(path.as_ptr(), 0o700) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                bail!("cannot create {STATE_DIR} ({e}); vmtrace keeps its locks there");
+            }
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: a NUL-terminated path; the descriptor is owned below.
+        let raw = unsafe { libc::open(path.as_ptr(), flags) };
+        if raw < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::NotFound {
+                bail!("{STATE_DIR} does not exist");
+            }
+            bail!("remove {STATE_DIR}: it is not a directory ({e}); vmtrace will recreate it");
+        }
+        // SAFETY: a descriptor just opened, owned from here on.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let st = fstat(&fd)?;
+        if let Some(why) = not_ours(&fd, &st, 0o700) {
+            bail!("remove {STATE_DIR}: {why}; vmtrace will recreate it");
+        }
+        Ok(StateDir { fd })
+    }
+
+    /// Opens NAME in the directory, read and write, creating it (0600)
+    /// when `create`; a link, a non-file, or a file not ours alone is
+    /// refused in one line. None when it does not exist (and not `create`).
+    pub fn file(&self, name: &str, create: bool) -> Result<Option<File>> {
+        let mut flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+        if create {
+            flags |= libc::O_CREAT;
+        }
+        let c = cstr(name)?;
+        // SAFETY: a NUL-terminated name relative to our directory.
+        let raw = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, 0o600) };
+        if raw < 0 {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::ENOENT) if !create => return Ok(None),
+                Some(libc::ELOOP) => bail!(
+                    "remove {STATE_DIR}/{name}: it is a symbolic link, which vmtrace never \
+                     writes; nothing was read from it"
+                ),
+                _ => bail!("cannot open {STATE_DIR}/{name} ({e}); check it or remove it"),
+            }
+        }
+        // SAFETY: a descriptor just opened, owned from here on.
+        let file = unsafe { File::from_raw_fd(raw) };
+        let st = fstat(&file)?;
+        let why = if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            Some("not a plain file".to_string())
+        } else if st.st_nlink != 1 {
+            Some(format!("{} hard links", st.st_nlink))
+        } else {
+            not_ours(&file, &st, 0o600)
+        };
+        if let Some(why) = why {
+            bail!(
+                "remove {STATE_DIR}/{name}: {why}; vmtrace did not write it, and nothing \
+                 was read from it"
+            );
+        }
+        Ok(Some(file))
+    }
+
+    /// The names of the entries in the directory.
+    pub fn names(&self) -> Vec<String> {
+        let Ok(rd) = std::fs::read_dir(self.proc_path()) else {
+            return Vec::new();
+        };
+        rd.flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect()
+    }
+
+    /// Removes NAME (a file) from the directory.
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        let c = cstr(name)?;
+        // SAFETY: a NUL-terminated name relative to our directory.
+        if unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The directory through our descriptor, for listing.
+    fn proc_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    }
+}
+
 /// Holds /run/vmtrace/NAME.lock while alive (the open file is the lock).
 pub struct Lock {
-    _file: Option<std::fs::File>,
+    _file: File,
 }
 
 impl Lock {
-    /// Waits for the lock. Best effort: without the directory (a
-    /// read-only /run) there is no lock, and vmtrace goes on.
-    pub fn take(name: &str) -> Lock {
-        let file = std::fs::create_dir_all(STATE_DIR).and_then(|()| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(Path::new(STATE_DIR).join(format!("{name}.lock")))
-        });
-        match file {
-            Ok(f) => {
-                // SAFETY: flock on a descriptor we own; released on close.
-                unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-                Lock { _file: Some(f) }
+    /// Takes NAME.lock, waiting at most LOCK_TIMEOUT; a stop signal ends
+    /// the wait with `Interrupted`.
+    pub fn take(name: &str) -> Result<Lock> {
+        Lock::take_in(&StateDir::open()?, name, true)
+    }
+
+    /// The same for the way out (restoring what a run changed): not
+    /// ended by signals, which go on to their own handling.
+    pub fn take_uninterrupted(name: &str) -> Result<Lock> {
+        Lock::take_in(&StateDir::open()?, name, false)
+    }
+
+    fn take_in(dir: &StateDir, name: &str, interruptible: bool) -> Result<Lock> {
+        let file_name = format!("{name}.lock");
+        let Some(file) = dir.file(&file_name, true)? else {
+            bail!("cannot create {STATE_DIR}/{file_name}");
+        };
+        let what = format!("{STATE_DIR}/{file_name}");
+        wait_for_flock(&file, &what, interruptible)?;
+        Ok(Lock { _file: file })
+    }
+}
+
+/// flock(LOCK_NB): Ok(true) when taken, Ok(false) when someone holds it.
+fn try_flock(file: &File) -> io::Result<bool> {
+    loop {
+        // SAFETY: flock on a descriptor we own; released on close.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
+/// Polls for the lock, with the stop signals held for the wait so that
+/// one arriving is taken here (sigtimedwait) and ends it.
+fn wait_for_flock(file: &File, what: &str, interruptible: bool) -> Result<()> {
+    if try_flock(file)? {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let signals = interruptible.then(Held::block);
+    let mut said = false;
+    loop {
+        if try_flock(file)? {
+            return Ok(());
+        }
+        let waited = started.elapsed();
+        if waited >= LOCK_TIMEOUT {
+            bail!(
+                "gave up after {} s waiting for {what}, held by {}; wait for it to end, \
+                 or end it",
+                LOCK_TIMEOUT.as_secs(),
+                holder(file)
+            );
+        }
+        if !said && waited > Duration::from_secs(1) {
+            eprintln!("vmtrace: waiting for {what}, held by {}", holder(file));
+            said = true;
+        }
+        let pause = Duration::from_millis(50).min(LOCK_TIMEOUT - waited);
+        match &signals {
+            Some(held) => {
+                if let Some(signal) = held.wait(pause) {
+                    bail!(Interrupted {
+                        signal,
+                        what: what.to_string()
+                    })
+                }
             }
-            Err(_) => Lock { _file: None },
+            None => std::thread::sleep(pause),
+        }
+    }
+}
+
+/// The stop signals blocked while this lives (the mask before restored
+/// on drop), so that they can be waited for.
+struct Held {
+    set: libc::sigset_t,
+    old: libc::sigset_t,
+}
+
+impl Held {
+    fn block() -> Held {
+        // SAFETY: sigsets we own, changed only through libc's functions.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in STOP_SIGNALS {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            Held { set, old }
+        }
+    }
+
+    /// A stop signal that arrives within `timeout`, taken.
+    fn wait(&self, timeout: Duration) -> Option<i32> {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: a sigset and a timespec we own.
+        let s = unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), &ts) };
+        (s > 0).then_some(s)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `block`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// Who holds the flock on `file`, from /proc/locks: "pid N (comm)".
+fn holder(file: &File) -> String {
+    let Ok(st) = fstat(file) else {
+        return "another process".into();
+    };
+    let mut text = String::new();
+    if let Ok(f) = File::open("/proc/locks") {
+        let _ = f.take(1 << 20).read_to_string(&mut text);
+    }
+    // `1: FLOCK  ADVISORY  WRITE 2345 00:1a:1234 0 EOF`; waiters have `->`.
+    let pid = text.lines().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let ino = w.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
+        (w.get(1) == Some(&"FLOCK") && ino == st.st_ino).then(|| w.get(4)?.parse::<u32>().ok())?
+    });
+    match pid {
+        Some(pid) => {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            format!("pid {pid} ({})", comm.trim())
+        }
+        None => "another process".into(),
+    }
+}
+
+/// `live-PID.lock`, held (flock, exclusive) for the life of the vmtrace
+/// that took it, and removed when it drops.
+pub struct LiveLock {
+    dir: StateDir,
+    name: String,
+    _file: File,
+}
+
+fn live_name(pid: u32) -> String {
+    format!("live-{pid}.lock")
+}
+
+impl LiveLock {
+    /// Takes this process's live lock (first thing a run or an attach
+    /// does, before it changes anything another vmtrace would clean up).
+    pub fn take() -> Result<LiveLock> {
+        let dir = StateDir::open()?;
+        let name = live_name(std::process::id());
+        loop {
+            let Some(file) = dir.file(&name, true)? else {
+                bail!("cannot create {STATE_DIR}/{name}");
+            };
+            wait_for_flock(&file, &format!("{STATE_DIR}/{name}"), true)?;
+            // A sweep that found a dead vmtrace of our pid may have
+            // removed the file while we waited: ours must be the one there.
+            let here = dir.file(&name, false)?.map(|f| fstat(&f).map(|s| s.st_ino));
+            if let (Some(Ok(ino)), Ok(st)) = (here, fstat(&file))
+                && ino == st.st_ino
+            {
+                return Ok(LiveLock {
+                    dir,
+                    name,
+                    _file: file,
+                });
+            }
+        }
+    }
+}
+
+impl Drop for LiveLock {
+    fn drop(&mut self) {
+        let _ = self.dir.remove(&self.name);
+    }
+}
+
+/// Whether `pid` is a live vmtrace: one that holds its live lock. A pid
+/// without a live lock file is a vmtrace from before live locks only
+/// while a program called vmtrace runs under it.
+pub fn vmtrace_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return false;
+    }
+    let lock = StateDir::existing().and_then(|d| d.file(&live_name(pid), false));
+    match lock {
+        Ok(Some(file)) => !try_flock(&file).unwrap_or(false),
+        _ => std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with(b"vmtrace")),
+    }
+}
+
+/// Removes the live locks of vmtraces that are gone (after their
+/// leftovers were cleaned up), each taken first so that a live one's is
+/// never removed.
+pub fn remove_dead_live_locks() {
+    let Ok(dir) = StateDir::existing() else {
+        return;
+    };
+    for name in dir.names() {
+        let Some(pid) = name
+            .strip_prefix("live-")
+            .and_then(|r| r.strip_suffix(".lock"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(Some(file)) = dir.file(&name, false)
+            && try_flock(&file).unwrap_or(false)
+        {
+            let _ = dir.remove(&name);
         }
     }
 }

@@ -417,8 +417,8 @@ fn create_memcg(mounts: &CgroupMounts, name: &str, limit: u64) -> Result<Cgroup>
     )
 }
 
-/// Whether `vmtrace-<pid>` (a cgroup, a sysctl state file; `.swap` of
-/// an older vmtrace's swapfile) names a vmtrace that is no longer running.
+/// Whether `vmtrace-<pid>` (a cgroup, a sysctl state file) names a
+/// vmtrace that is no longer running (host::lock::vmtrace_alive).
 pub(crate) fn owner_is_gone(name: &str) -> bool {
     let Some(pid) = name
         .strip_prefix("vmtrace-")
@@ -427,11 +427,9 @@ pub(crate) fn owner_is_gone(name: &str) -> bool {
     else {
         return false;
     };
-    if pid == std::process::id() {
-        return false;
-    }
-    // Gone, or the pid now belongs to something else.
-    fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| !c.starts_with("vmtrace"))
+    // Gone, or the pid now belongs to something else: by the live lock
+    // each vmtrace holds for its life, not by the program's name.
+    !crate::host::lock::vmtrace_alive(pid)
 }
 
 /// Removes what a vmtrace that died (kill -9, OOM kill) left behind: its

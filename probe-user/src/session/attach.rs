@@ -160,7 +160,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
     if let Some(s) = &opts.serve {
         serve::check(s)?;
     }
-    preflight::restore_stale_sysctls();
+    preflight::restore_stale_sysctls()?;
     let (rt, mut signals) = runtime_with_signals()?;
     // Listen before attaching: an address in use fails with nothing
     // attached yet.

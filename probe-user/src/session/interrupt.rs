@@ -10,7 +10,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 /// instruction of `main` until their handlers are installed, so that one
 /// arriving while vmtrace starts up is acted on (the box torn down, the
 /// run reported) instead of killing it half set up.
-const CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+const CAUGHT: [libc::c_int; 3] = crate::host::lock::STOP_SIGNALS;
 
 fn mask_signals(how: libc::c_int) {
     // SAFETY: a sigset we own, changed only through libc's functions.

@@ -14,6 +14,7 @@ use std::{
 use anyhow::Result;
 
 use crate::{
+    host::lock::LiveLock,
     host::proc::kernel_release,
     host::sysctl::SysctlOverride,
     model::recording::{Environment, RecordedRun, Recording, Workload},
@@ -52,15 +53,20 @@ pub struct Finished {
     /// The `--sysctl` settings: restored when this is dropped, after the
     /// caller has printed its summary.
     _sysctls: Vec<SysctlOverride>,
+    /// This vmtrace's live lock, released after the sysctls are restored.
+    _live: LiveLock,
 }
 
 /// Runs every configuration `repeat` times; `each` is given each run's
 /// report (and the number of runs planned) as soon as it ends.
 pub fn run_job(opts: &JobOptions, each: impl FnMut(&RunReport, usize)) -> Result<Finished> {
     preflight::require_root()?;
+    // Held for the whole job: what it leaves is not another vmtrace's to
+    // clean up while it lives.
+    let live = LiveLock::take()?;
     // Before the environment is captured, so the recording shows them;
     // restored when the guards drop with the `Finished`.
-    preflight::restore_stale_sysctls();
+    preflight::restore_stale_sysctls()?;
     let mut sysctls = set_sysctls(&opts.sysctls)?;
     sysctls.extend(set_switches(&opts.switches)?);
     let configs = sweep(&opts.run)?;
@@ -80,6 +86,7 @@ pub fn run_job(opts: &JobOptions, each: impl FnMut(&RunReport, usize)) -> Result
         exit_code,
         total: out.total,
         _sysctls: sysctls,
+        _live: live,
     })
 }
 
@@ -244,6 +251,7 @@ pub fn attach_job(
     show: impl FnOnce(&RunReport) -> Result<()>,
 ) -> Result<PathBuf> {
     preflight::require_root()?;
+    let _live = LiveLock::take()?;
     let words = attach_words(opts);
     let workload = Workload {
         name: "attach".into(),

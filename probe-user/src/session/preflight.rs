@@ -15,28 +15,33 @@ pub fn require_root() -> Result<()> {
 }
 
 /// Restores the sysctls a vmtrace that died left changed, saying so;
-/// before the environment is captured, so that recordings show them.
-pub fn restore_stale_sysctls() {
-    let restored = crate::host::sysctl::restore_stale();
+/// before the environment is captured, so that recordings show them. A
+/// state file vmtrace did not write refuses the run.
+pub fn restore_stale_sysctls() -> Result<()> {
+    let restored = crate::host::sysctl::restore_stale()?;
     if !restored.is_empty() {
         eprintln!(
             "vmtrace: a vmtrace that died left sysctls changed: {}",
             restored.join(", ")
         );
     }
+    Ok(())
 }
 
 /// Before a run's box is made: removes the sysctls, cgroups and
-/// swapfiles a vmtrace that died left behind, saying so.
-pub fn clean_stale_box(swap_dir: &Path) {
-    let mut stale = crate::host::sysctl::restore_stale();
+/// swapfiles a vmtrace that died left behind, saying so, then the live
+/// locks of the dead.
+pub fn clean_stale_box(swap_dir: &Path) -> Result<()> {
+    let mut stale = crate::host::sysctl::restore_stale()?;
     stale.extend(membox::clean_stale(swap_dir));
+    crate::host::lock::remove_dead_live_locks();
     if !stale.is_empty() {
         eprintln!(
             "vmtrace: removed what a vmtrace that died left behind: {}",
             stale.join(", ")
         );
     }
+    Ok(())
 }
 
 /// Refuses, before anything runs, an output path vmtrace could not

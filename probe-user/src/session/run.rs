@@ -105,7 +105,7 @@ fn prepare(opts: &RunOptions) -> Result<Option<privilege::Identity>> {
     preflight::check_command_exists(program)?;
     let identity = privilege::command_identity(opts.as_root)?;
     preflight::note_without_swap(&opts.spec);
-    preflight::clean_stale_box(&opts.spec.swap_dir);
+    preflight::clean_stale_box(&opts.spec.swap_dir)?;
     Ok(identity)
 }
 

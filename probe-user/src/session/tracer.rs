@@ -59,7 +59,7 @@ impl Tracer {
     ) -> Result<Tracer> {
         // Another vmtrace attaching at the same time must not unmount the
         // tracefs this one mounted (or the other way round).
-        let _attaching = crate::host::lock::Lock::take("attach");
+        let _attaching = crate::host::lock::Lock::take("attach")?;
         let (tracefs, _tracefs_mount) = layouts_tracefs()?;
         if tracefs.format("sched", "sched_process_exit")?.is_none()
             && tracefs
@@ -136,7 +136,7 @@ fn layouts_tracefs() -> Result<(TraceFs, Option<MountGuard>)> {
 /// `vmtrace probes`: the catalogue against the live kernel.
 pub fn probe_listing() -> Result<Vec<probes::Listed>> {
     crate::session::preflight::require_root()?;
-    let _attaching = crate::host::lock::Lock::take("attach");
+    let _attaching = crate::host::lock::Lock::take("attach")?;
     let (tracefs, _mount) = layouts_tracefs()?;
     let btf = kernel_btf();
     probes::listing(&tracefs, btf.as_ref().map(|b| b as _))
@@ -232,6 +232,7 @@ impl Window {
         // any value longer than the task lived (fault.rs add_delay).
         let (delayacct, delayacct_on) = match SysctlOverride::set("kernel.task_delayacct", "1") {
             Ok(guard) => (guard, true),
+            Err(e) if crate::host::sysctl::is_interrupted(&e) => return Err(e),
             Err(e) => {
                 eprintln!("vmtrace: notice: delay accounting unavailable: {e:#}");
                 (None, false)

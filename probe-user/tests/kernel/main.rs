@@ -36,5 +36,6 @@ mod serve;
 mod swapcause;
 mod swapio;
 mod untrusted_paths;
+mod untrusted_state;
 mod workloads;
 mod zones;
