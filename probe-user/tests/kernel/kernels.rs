@@ -370,3 +370,64 @@ fn ctrl_c_stops_the_guests_and_leaves_no_disk_behind() {
         String::from_utf8_lossy(&qemus.stdout)
     );
 }
+
+/// A guest's job is root in the guest, and the job directory is shared
+/// over 9p: with `security_model=none` QEMU (root) applied its chmod and
+/// mknod to the host, leaving a setuid-root copy of a shell and a device
+/// node (here /dev/mem's numbers) in a directory other users reach. With
+/// the mapped share both are plain files on the host, and what the guest
+/// wrote is given to the invoker (here root: no sudo) as regular files.
+#[test]
+#[ignore = "needs root, QEMU and Debian's kernel packages; run with `cargo xtask test`"]
+fn a_guests_setuid_file_and_device_node_stay_inert_on_the_host() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let _g = guard();
+    let dir = fresh_scratch("kernels-inert");
+    let out_dir = dir.join("k");
+    let job =
+        "cp /bin/busybox /mnt/x && chmod 4755 /mnt/x && mknod /mnt/d c 1 1; ls -l /mnt/x /mnt/d";
+    let out = vmtrace(&["kernels", "--kernel", "debian:6.1", "--mem", "256M"])
+        .args(["--timeout", "600", "-o"])
+        .arg(&out_dir)
+        .args(["--", "run", "--no-probes", "--", "sh", "-c", job])
+        .output()
+        .expect("run vmtrace kernels");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let guest = std::fs::read_dir(&out_dir)
+        .expect("output directory")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("the guest's directory");
+    let said = std::fs::read_to_string(guest.join("stdout.txt")).unwrap_or_default();
+    println!(
+        "in the guest: {}",
+        said.lines()
+            .filter(|l| l.contains("/mnt/"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    // The guest saw what it did (the share maps it), ...
+    assert!(
+        said.contains("rwsr-xr-x") || said.contains("rwsr-xr-"),
+        "guest: {said}\n{err}"
+    );
+    // ... the host has two plain files.
+    let x = std::fs::symlink_metadata(guest.join("x")).expect("x on the host");
+    let d = std::fs::symlink_metadata(guest.join("d")).expect("d on the host");
+    println!(
+        "on the host: x mode {:o}, d {:?} mode {:o}",
+        x.permissions().mode(),
+        d.file_type(),
+        d.permissions().mode()
+    );
+    assert!(
+        x.is_file() && x.permissions().mode() & 0o6000 == 0,
+        "x is setuid"
+    );
+    assert!(
+        !d.file_type().is_char_device() && d.is_file(),
+        "d is a device"
+    );
+    assert!(!guest.join(".virtfs_metadata").exists());
+}

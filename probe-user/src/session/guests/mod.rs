@@ -15,13 +15,13 @@
 //! the recording, vmtrace's output and the exit status; the serial
 //! console goes to console.log beside them.
 
+mod files;
 pub mod image;
 pub mod initramfs;
 pub mod qemu;
 pub mod rootimg;
 
 use std::{
-    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     process::Command,
     time::Duration,
@@ -436,11 +436,12 @@ fn run_in_guest(
     // One boot with freshly made files (scratch and swap disks,
     // initramfs), removed after it however it ended.
     let boot = || -> Result<qemu::Ended> {
-        let files = GuestFiles::make(exe, opts, setup, k, dir)?;
+        let files = files::GuestFiles::make(exe, opts, setup, k, dir)?;
         qemu::Guest {
             image: &k.image,
             initramfs: &files.initrd,
             job: dir,
+            job_model: qemu::JobShare::for_dir(dir),
             scratch: &files.scratch,
             root_image: setup.root_image.map(|r| r.path.as_path()),
             swap: files.swap.as_deref(),
@@ -463,11 +464,12 @@ fn run_in_guest(
             "vmtrace: {release}: the guest kernel panicked while booting, before the \
              job began (under TCG: QEMU's emulation); booting it once more"
         );
-        keep_console(&console, &dir.join("console.first-boot.log"));
+        files::keep_console(&console, &dir.join("console.first-boot.log"));
         let _ = std::fs::remove_file(&console);
         ended = boot()?;
     }
-    keep_console(&console, &dir.join("console.log"));
+    files::keep_console(&console, &dir.join("console.log"));
+    files::bring_home(dir);
     // vdb is the image only when there is one (else the swap disk).
     if let Some(read) = setup.root_image.and_then(|_| image_reads(dir)) {
         eprintln!(
@@ -494,16 +496,6 @@ fn run_in_guest(
     })
 }
 
-/// Copies the guest's console log into its job directory (as the
-/// invoker, never through a link: `host::output`).
-fn keep_console(console: &Path, to: &Path) {
-    if let Ok(bytes) = std::fs::read(console)
-        && let Err(e) = crate::host::output::write_atomic(to, &bytes)
-    {
-        eprintln!("vmtrace: cannot keep the console log as {}: {e:#}", to.display());
-    }
-}
-
 /// Whether the guest powered off after a kernel panic before its job
 /// wrote its first file (diskstats.before).
 fn panicked_before_the_job(ended: &qemu::Ended, console: &Path, dir: &Path) -> bool {
@@ -527,78 +519,6 @@ pub fn image_reads(dir: &Path) -> Option<u64> {
         })
     };
     Some((sectors("diskstats.after")? - sectors("diskstats.before")?) * 512)
-}
-
-/// The large files a guest needs, made in its job directory and removed
-/// after it (they are rebuilt every time).
-struct GuestFiles {
-    exe: Option<PathBuf>,
-    initrd: PathBuf,
-    scratch: PathBuf,
-    swap: Option<PathBuf>,
-}
-
-impl GuestFiles {
-    fn make(
-        exe: &Path,
-        opts: &KernelsOptions,
-        setup: &GuestSetup,
-        k: &image::Kernel,
-        dir: &Path,
-    ) -> Result<Self> {
-        // Without the image, vmtrace reaches the guest in its job directory.
-        let guest_exe = match setup.root_image {
-            Some(_) => None,
-            None => {
-                // The job directory is the user's: never through a link.
-                let p = dir.join("vmtrace");
-                let mut to = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o755)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&p)
-                    .with_context(|| format!("creating {}: remove it first", p.display()))?;
-                std::io::copy(&mut std::fs::File::open(exe)?, &mut to)
-                    .context("copying vmtrace into the job directory")?;
-                Some(p)
-            }
-        };
-        let private = setup.private;
-        let initrd = private.path().join("initramfs.cpio");
-        initramfs::build(k.modules.as_deref(), &initrd)?;
-        let scratch = private.path().join("scratch.img");
-        qemu::make_disk(&scratch, opts.disk, false)?;
-        let swap = match opts.swap {
-            Some(bytes) => {
-                let p = private.path().join("swap.img");
-                qemu::make_disk(&p, bytes, true)?;
-                Some(p)
-            }
-            None => None,
-        };
-        Ok(GuestFiles {
-            exe: guest_exe,
-            initrd,
-            scratch,
-            swap,
-        })
-    }
-}
-
-/// Removed however the guest ended (an error included).
-impl Drop for GuestFiles {
-    fn drop(&mut self) {
-        for p in [Some(&self.scratch), Some(&self.initrd), self.exe.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = std::fs::remove_file(p);
-        }
-        if let Some(p) = &self.swap {
-            let _ = std::fs::remove_file(p);
-        }
-    }
 }
 
 /// The guest's job: this vmtrace's `run ...` with its output, recording

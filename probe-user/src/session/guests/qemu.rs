@@ -5,6 +5,7 @@
 //! console to a log file; a timeout; optionally several NUMA nodes.
 
 use std::{
+    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
@@ -29,6 +30,8 @@ pub struct Guest<'a> {
     pub image: &'a Path,
     pub initramfs: &'a Path,
     pub job: &'a Path,
+    /// How the job share keeps the guest's file metadata (`security_model`).
+    pub job_model: JobShare,
     pub scratch: &'a Path,
     /// The read-only guest image (rootimg), over the host root.
     pub root_image: Option<&'a Path>,
@@ -71,6 +74,63 @@ pub fn make_disk(path: &Path, bytes: u64, swap: bool) -> Result<()> {
     Ok(())
 }
 
+/// The job share's 9p security model. With `none` QEMU (root) applies
+/// the guest's chmod, chown and mknod to the host's files: a guest job
+/// could leave a setuid-root file or a device node in a directory other
+/// users reach. The mapped models keep owner, mode, device numbers and
+/// link targets in extended attributes (`mapped-xattr`) or in
+/// `.virtfs_metadata` files (`mapped-file`, for file systems without user
+/// xattrs), and create every host file as QEMU's user with mode 0600
+/// (directories 0700): nothing the guest does is setuid, a device or a
+/// link on the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobShare {
+    MappedXattr,
+    MappedFile,
+}
+
+impl JobShare {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobShare::MappedXattr => "mapped-xattr",
+            JobShare::MappedFile => "mapped-file",
+        }
+    }
+
+    /// mapped-xattr where `dir`'s file system takes user xattrs (a probe
+    /// file set and removed), else mapped-file.
+    pub fn for_dir(dir: &Path) -> JobShare {
+        let probe = dir.join(".vmtrace-xattr-probe");
+        let takes = (|| -> Option<bool> {
+            let c = std::ffi::CString::new(probe.as_os_str().as_encoded_bytes()).ok()?;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&probe)
+                .ok()?;
+            drop(f);
+            // SAFETY: valid C strings and a 1-byte value.
+            let r = unsafe {
+                libc::setxattr(
+                    c.as_ptr(),
+                    c"user.vmtrace".as_ptr(),
+                    b"1".as_ptr().cast(),
+                    1,
+                    0,
+                )
+            };
+            Some(r == 0)
+        })();
+        let _ = std::fs::remove_file(&probe);
+        if takes == Some(true) {
+            JobShare::MappedXattr
+        } else {
+            JobShare::MappedFile
+        }
+    }
+}
+
 /// `path` as a value in QEMU's `key=value,...` option syntax: a comma
 /// is written twice (QemuOpts), so that a path holding `,path=/` or
 /// `,readonly=off` stays one value and adds no option.
@@ -103,8 +163,9 @@ impl Guest<'_> {
             .arg("local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap")
             .arg("-virtfs")
             .arg(format!(
-                "local,path={},mount_tag=job,security_model=none",
-                option_value(self.job)
+                "local,path={},mount_tag=job,security_model={}",
+                option_value(self.job),
+                self.job_model.name()
             ));
         for (disk, readonly) in self.disks() {
             c.arg("-drive").arg(format!(
@@ -254,6 +315,7 @@ mod tests {
             image: Path::new("/k"),
             initramfs: Path::new("/i"),
             job: Path::new("/home/u/out,path=/,readonly=off"),
+            job_model: JobShare::MappedXattr,
             scratch: Path::new("/var/tmp/a,b/scratch.img"),
             root_image: None,
             swap: None,
@@ -275,7 +337,7 @@ mod tests {
             .expect("job share");
         assert_eq!(
             job,
-            "local,path=/home/u/out,,path=/,,readonly=off,mount_tag=job,security_model=none"
+            "local,path=/home/u/out,,path=/,,readonly=off,mount_tag=job,security_model=mapped-xattr"
         );
         let drive = args.iter().find(|a| a.starts_with("file=")).expect("drive");
         assert!(

@@ -1,0 +1,134 @@
+//! A guest's files: those made for it in root's private directory (its
+//! initramfs, scratch and swap disks; removed after it however it ended)
+//! and those it left in its job directory, the invoker's, which are
+//! brought home as the invoker's own files.
+
+use std::{
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, Result};
+
+use super::{GuestSetup, KernelsOptions, image, initramfs, qemu};
+
+/// The files the guest left in its job directory, made QEMU's (root's)
+/// with mode 0600 by the mapped share, rewritten as the invoker's
+/// (`host::output`: a new file, never through a link), so that the user
+/// reads their results; `.virtfs_metadata` (mapped-file) goes. A file
+/// over the recording cap stays as it is, said once.
+pub(super) fn bring_home(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir.join(".virtfs_metadata"));
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let path = e.path();
+        let Ok(m) = path.symlink_metadata() else {
+            continue;
+        };
+        if !m.is_file() {
+            continue;
+        }
+        if m.len() > crate::host::recording_file::MAX_RECORDING_BYTES {
+            eprintln!(
+                "vmtrace: {} left as the guest wrote it (too large)",
+                path.display()
+            );
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(&path)
+            && let Err(e) = crate::host::output::write_atomic(&path, &bytes)
+        {
+            eprintln!(
+                "vmtrace: cannot give {} to the invoker: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Copies the guest's console log into its job directory (as the
+/// invoker, never through a link: `host::output`).
+pub(super) fn keep_console(console: &Path, to: &Path) {
+    if let Ok(bytes) = std::fs::read(console)
+        && let Err(e) = crate::host::output::write_atomic(to, &bytes)
+    {
+        eprintln!(
+            "vmtrace: cannot keep the console log as {}: {e:#}",
+            to.display()
+        );
+    }
+}
+
+/// The large files a guest needs, made in its job directory and removed
+/// after it (they are rebuilt every time).
+pub(super) struct GuestFiles {
+    exe: Option<PathBuf>,
+    pub(super) initrd: PathBuf,
+    pub(super) scratch: PathBuf,
+    pub(super) swap: Option<PathBuf>,
+}
+
+impl GuestFiles {
+    pub(super) fn make(
+        exe: &Path,
+        opts: &KernelsOptions,
+        setup: &GuestSetup,
+        k: &image::Kernel,
+        dir: &Path,
+    ) -> Result<Self> {
+        // Without the image, vmtrace reaches the guest in its job directory.
+        let guest_exe = match setup.root_image {
+            Some(_) => None,
+            None => {
+                // The job directory is the user's: never through a link.
+                let p = dir.join("vmtrace");
+                let mut to = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o755)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&p)
+                    .with_context(|| format!("creating {}: remove it first", p.display()))?;
+                std::io::copy(&mut std::fs::File::open(exe)?, &mut to)
+                    .context("copying vmtrace into the job directory")?;
+                Some(p)
+            }
+        };
+        let private = setup.private;
+        let initrd = private.path().join("initramfs.cpio");
+        initramfs::build(k.modules.as_deref(), &initrd)?;
+        let scratch = private.path().join("scratch.img");
+        qemu::make_disk(&scratch, opts.disk, false)?;
+        let swap = match opts.swap {
+            Some(bytes) => {
+                let p = private.path().join("swap.img");
+                qemu::make_disk(&p, bytes, true)?;
+                Some(p)
+            }
+            None => None,
+        };
+        Ok(GuestFiles {
+            exe: guest_exe,
+            initrd,
+            scratch,
+            swap,
+        })
+    }
+}
+
+/// Removed however the guest ended (an error included).
+impl Drop for GuestFiles {
+    fn drop(&mut self) {
+        for p in [Some(&self.scratch), Some(&self.initrd), self.exe.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Some(p) = &self.swap {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
