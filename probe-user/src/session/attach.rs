@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use vmtrace_common::Target;
 
 use crate::{
-    host::{cgroupfs, proc},
+    host::{cgroupfs, privilege, proc},
     kernel::probes,
     model::report::{Exit, RunReport},
     session::interrupt::{Signals, runtime_with_signals},
@@ -154,8 +154,9 @@ fn descendants_in(roots: &[u32], table: &[(u32, u32, String)]) -> Vec<u32> {
 
 /// Attaches, traces until told to stop or the targets are gone, and
 /// returns the report of the window. The caller (`session::job`) has
-/// checked for root.
-pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
+/// checked for root; once attached, every capability but `keep` (what
+/// the exit path needs: `privilege::needed_after_attach`) is dropped.
+pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Result<RunReport> {
     let targets = resolve(opts)?;
     if let Some(s) = &opts.serve {
         serve::check(s)?;
@@ -169,8 +170,15 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>) -> Result<RunReport> {
         None => None,
     };
     let mut tracer = attach_tracer(opts, &targets)?;
-    eprintln!("vmtrace: attached to {}", targets.text);
     let window = Window::open(false)?;
+    // Everything that needs privilege at start is done (links made, perf
+    // events opened, tracefs unmounted, delay accounting on): what is
+    // left reads maps and perf events through descriptors held, cgroupfs
+    // and /proc, none of which checks a capability.
+    if let Err(e) = privilege::drop_all_but(keep) {
+        eprintln!("vmtrace: warning: capabilities not dropped ({e:#}); tracing goes on");
+    }
+    eprintln!("vmtrace: attached to {}", targets.text);
     let started = Instant::now();
     let mut watch = Watch::new(
         None,

@@ -15,6 +15,7 @@ use anyhow::Result;
 
 use crate::{
     host::lock::LiveLock,
+    host::privilege,
     host::proc::kernel_release,
     host::sysctl::SysctlOverride,
     model::recording::{Environment, RecordedRun, Recording, Workload},
@@ -261,7 +262,14 @@ pub fn attach_job(
     let path = output_path(output, "attach");
     preflight::check_writable(&path)?;
     let mut recording = Recording::new(workload, Environment::capture());
-    let report = attach(opts, words)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let walks_cgroups = opts.serve.is_some() || !opts.cgroups.is_empty();
+    let invoker = crate::host::output::invoker().is_ok_and(|i| i.is_some());
+    let keep = privilege::needed_after_attach(dir, invoker, walks_cgroups);
+    let report = attach(opts, words, &keep)?;
     show(&report)?;
     if report.exit.interrupted {
         recording.mark_incomplete("stopped by a signal");

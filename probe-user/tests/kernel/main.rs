@@ -18,6 +18,7 @@ mod compare;
 mod concurrent;
 mod counters;
 mod delays;
+mod dropped_privileges;
 mod faults;
 mod guards;
 mod guest_image;
