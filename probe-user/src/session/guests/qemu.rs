@@ -364,6 +364,7 @@ mod tests {
             image: p("bzImage"),
             initramfs: p("i"),
             job: p("j"),
+            job_model: JobShare::MappedFile,
             scratch: p("scratch.img"),
             root_image: Some(p("root.img")),
             swap: Some(p("swap.img")),
