@@ -32,6 +32,8 @@ fn text_report_has_histograms_and_fits_a_mail() {
 fn recording_round_trips_to_report_and_exports() {
     let _g = guard();
     let dir = fresh_scratch("round-trip");
+    // The invoker's own directory: vmtrace writes the recording as them.
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
     let out = run_memhog(
         false,
         &["--mem", "64M", "--swap", "512M", "--fault-latency"],

@@ -145,6 +145,16 @@ fn vm(args: &[&str], sudo: bool) -> Command {
     cmd
 }
 
+/// `vmtrace run --progress none [EXTRA...] -o OUT -- true` (as nobody's
+/// sudo when `sudo`).
+fn run_true(extra: &[&str], out: &Path, sudo: bool) -> Command {
+    let out = out.to_str().expect("a UTF-8 path");
+    let mut args = vec!["run", "--progress", "none"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", out, "--", "true"]);
+    vm(&args, sudo)
+}
+
 /// Runs `cmd`, asserting that its pid was one of `planted`.
 fn run_with_pid_in(mut cmd: Command, planted: &std::ops::RangeInclusive<u32>) -> Output {
     let child = cmd
@@ -211,21 +221,7 @@ fn links_planted_at_a_recordings_paths_leave_root_files_alone() {
     let pids = next_pids(300);
     plant_as_nobody(&tmp_links(&d, "two.json", &secret, &pids), &[], &[]);
     let rec = d.join("two.json");
-    let out = run_with_pid_in(
-        vm(
-            &[
-                "run",
-                "--progress",
-                "none",
-                "-o",
-                rec.to_str().unwrap(),
-                "--",
-                "true",
-            ],
-            false,
-        ),
-        &pids,
-    );
+    let out = run_with_pid_in(run_true(&[], &rec, false), &pids);
     assert_untouched(&secret, "links at the temporary names");
     ok(&out, "links at the temporary names");
     let m = std::fs::symlink_metadata(&rec).expect("recording");
@@ -233,20 +229,9 @@ fn links_planted_at_a_recordings_paths_leave_root_files_alone() {
     assert!(crate::common::recording(&rec)["runs"][0]["report"].is_object());
     // The final path itself a link to root's file: refused in one line.
     plant_as_nobody(&[(secret.clone(), d.join("out.json"))], &[], &[]);
-    let out = vm(
-        &[
-            "run",
-            "--progress",
-            "none",
-            "-o",
-            d.join("out.json").to_str().unwrap(),
-            "--",
-            "true",
-        ],
-        false,
-    )
-    .output()
-    .expect("run");
+    let out = run_true(&[], &d.join("out.json"), false)
+        .output()
+        .expect("run");
     assert_untouched(&secret, "-o at a planted link");
     let line = one_line_refusal(&out, "-o at a planted link");
     println!("refused: {line}");
@@ -262,21 +247,7 @@ fn under_sudo_the_recording_is_the_invokers_and_no_root_file_changes() {
     let pids = next_pids(300);
     plant_as_nobody(&tmp_links(&d, "rec.json", &secret, &pids), &[], &[]);
     let rec = d.join("rec.json");
-    let out = run_with_pid_in(
-        vm(
-            &[
-                "run",
-                "--progress",
-                "none",
-                "-o",
-                rec.to_str().unwrap(),
-                "--",
-                "true",
-            ],
-            true,
-        ),
-        &pids,
-    );
+    let out = run_with_pid_in(run_true(&[], &rec, true), &pids);
     assert_untouched(&secret, "under SUDO_UID=65534");
     ok(&out, "under SUDO_UID=65534");
     let m = std::fs::symlink_metadata(&rec).expect("recording");
@@ -398,20 +369,7 @@ fn the_writable_directory_check_tests_the_invokers_rights() {
     let root_only = a.0.join("root-only");
     std::fs::create_dir(&root_only).expect("mkdir");
     let rec = root_only.join("rec.json");
-    let out = vm(
-        &[
-            "run",
-            "--progress",
-            "none",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
-            "true",
-        ],
-        true,
-    )
-    .output()
-    .expect("run");
+    let out = run_true(&[], &rec, true).output().expect("run");
     let line = one_line_refusal(&out, "run -o in a directory nobody cannot write");
     println!("run: {line}");
     assert!(
@@ -466,20 +424,14 @@ fn swapfile_names_planted_by_nobody_are_neither_used_nor_deleted() {
     plant_as_nobody(&[], &planted, &[]);
     let rec = a.0.join("rec.json");
     let out = run_with_pid_in(
-        vm(
+        run_true(
             &[
-                "run",
-                "--progress",
-                "none",
                 "--swap",
                 "16M",
                 "--swap-dir",
-                d.to_str().unwrap(),
-                "-o",
-                rec.to_str().unwrap(),
-                "--",
-                "true",
+                d.to_str().expect("a UTF-8 path"),
             ],
+            &rec,
             false,
         ),
         &pids,
@@ -523,20 +475,14 @@ fn a_swap_directory_vmtrace_did_not_make_is_refused() {
         &[theirs.join("vmtrace-swap")],
     );
     for dir in [&theirs, &linked] {
-        let out = vm(
+        let out = run_true(
             &[
-                "run",
-                "--progress",
-                "none",
                 "--swap",
                 "16M",
                 "--swap-dir",
-                dir.to_str().unwrap(),
-                "-o",
-                a.0.join("r.json").to_str().unwrap(),
-                "--",
-                "true",
+                dir.to_str().expect("a UTF-8 path"),
             ],
+            &a.0.join("r.json"),
             false,
         )
         .output()

@@ -540,15 +540,34 @@ fn write_guest_job(opts: &KernelsOptions, setup: &GuestSetup, dir: &Path) -> Res
             "9p: the host root, read-only, for every file the job reads".to_string(),
         ),
     };
-    let mut line = vec![
+    // Under sudo the guest's vmtrace is told who the invoker is, as the
+    // host's was: it runs the traced command as that user (unless the
+    // command asks --as-root), who gets /var/tmp to work in.
+    let invoker = crate::host::privilege::Identity::of_sudo_invoker()?
+        .filter(|_| !opts.command.iter().any(|a| a == "--as-root"));
+    let mut line = Vec::new();
+    if let Some(i) = &invoker {
+        line.push(format!(
+            "SUDO_UID={} SUDO_GID={} SUDO_USER={}",
+            i.uid,
+            i.gid,
+            shell_quote(&i.user)
+        ));
+    }
+    line.extend([
         exe,
         opts.command[0].clone(),
         "--progress plain".into(),
         format!("--repeat {}", opts.repeat),
         format!("-o {d}/run.vmtrace.json"),
-    ];
+    ]);
     line.extend(opts.command[1..].iter().map(|a| shell_quote(a)));
+    let workdir = match (&invoker, cwd) {
+        (Some(_), "/var/tmp") => "chmod 1777 /var/tmp".to_string(),
+        _ => "true".to_string(),
+    };
     let job = [
+        workdir,
         format!("export VMTRACE_GUEST_STORAGE={}", shell_quote(&storage)),
         format!("cat /proc/diskstats > {d}/diskstats.before"),
         format!("{} > {d}/stdout.txt 2> {d}/stderr.txt", line.join(" ")),
