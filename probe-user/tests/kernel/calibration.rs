@@ -7,10 +7,15 @@
 //!    contention by other tasks);
 //! 2. its swap device slowed by cgroup v1 blkio throttling of the
 //!    device under the swapfile (cause: swap I/O waits, named swap-in);
-//! 3. a smaller box (cause: more reclaim and swap-in waits).
+//! 3. a smaller box (cause: more reclaim, swap-in waits, and the kernel
+//!    time of the swap-in faults it adds: do_swap_page's CPU, which no
+//!    probe tells apart from other system time, so the mechanisms call it
+//!    "system CPU"; seen 23% of the difference once, with major faults
+//!    84k -> 142k, failing the 20% bound on a cause that was planted).
 //!
 //! For each, the first mechanism must name the planted cause and, with
-//! the others that name it (the smaller box's is reclaim and swap-in),
+//! the others that name it (the smaller box's is reclaim, swap-in and
+//! system CPU),
 //! claim at least 60% of the elapsed difference, and no other mechanism
 //! more than 20%. A against A (the baseline's own runs, split in two) must be
 //! within noise with no mechanism named. docs/COMPARE.md has the same
@@ -202,7 +207,7 @@ fn planted_causes_are_found_and_aa_is_noise() {
     drop(slow);
     finds(&a, &hogs, &["CPU contention"]);
     finds(&a, &throttled, &["swap-in"]);
-    finds(&a, &small, &["reclaim", "swap-in"]);
+    finds(&a, &small, &["reclaim", "swap-in", "system CPU"]);
     let (aa, text) = compare(&a, &a2);
     eprintln!("{text}");
     let v = &aa["versus"][0];
