@@ -18,26 +18,39 @@ use super::{GuestSetup, KernelsOptions, image, initramfs, qemu};
 /// reads their results; `.virtfs_metadata` (mapped-file) goes. A file
 /// over the recording cap stays as it is, said once.
 pub(super) fn bring_home(dir: &Path) {
+    use std::io::Read;
     let _ = std::fs::remove_dir_all(dir.join(".virtfs_metadata"));
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
     for e in rd.flatten() {
         let path = e.path();
-        let Ok(m) = path.symlink_metadata() else {
+        // Opened without following a link and checked on the descriptor:
+        // the directory is the invoker's, who could swap a file for a
+        // link to one of root's between a check by path and the read.
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)
+        else {
+            continue;
+        };
+        let Ok(m) = f.metadata() else {
             continue;
         };
         if !m.is_file() {
             continue;
         }
-        if m.len() > crate::host::recording_file::MAX_RECORDING_BYTES {
+        let cap = crate::host::recording_file::MAX_RECORDING_BYTES;
+        if m.len() > cap {
             eprintln!(
                 "vmtrace: {} left as the guest wrote it (too large)",
                 path.display()
             );
             continue;
         }
-        if let Ok(bytes) = std::fs::read(&path)
+        let mut bytes = Vec::new();
+        if f.take(cap).read_to_end(&mut bytes).is_ok()
             && let Err(e) = crate::host::output::write_atomic(&path, &bytes)
         {
             eprintln!(

@@ -102,18 +102,18 @@ impl JobShare {
     pub fn for_dir(dir: &Path) -> JobShare {
         let probe = dir.join(".vmtrace-xattr-probe");
         let takes = (|| -> Option<bool> {
-            let c = std::ffi::CString::new(probe.as_os_str().as_encoded_bytes()).ok()?;
+            use std::os::fd::AsRawFd;
             let f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&probe)
                 .ok()?;
-            drop(f);
-            // SAFETY: valid C strings and a 1-byte value.
+            // On the descriptor: the name could be swapped for a link.
+            // SAFETY: an open descriptor, a C string and a 1-byte value.
             let r = unsafe {
-                libc::setxattr(
-                    c.as_ptr(),
+                libc::fsetxattr(
+                    f.as_raw_fd(),
                     c"user.vmtrace".as_ptr(),
                     b"1".as_ptr().cast(),
                     1,
