@@ -391,19 +391,7 @@ fn a_guests_setuid_file_and_device_node_stay_inert_on_the_host() {
     let out_dir = dir.join("k");
     let job =
         "cp /bin/busybox /mnt/x && chmod 4755 /mnt/x && mknod /mnt/d c 1 1; ls -l /mnt/x /mnt/d";
-    let out = vmtrace(&["kernels", "--kernel", "debian:6.1", "--mem", "256M"])
-        .args(["--timeout", "600", "-o"])
-        .arg(&out_dir)
-        .args(["--", "run", "--no-probes", "--", "sh", "-c", job])
-        .output()
-        .expect("run vmtrace kernels");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let guest = std::fs::read_dir(&out_dir)
-        .expect("output directory")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .expect("the guest's directory");
+    let (guest, err) = one_guest_job(vmtrace(&[]), &out_dir, job);
     let said = std::fs::read_to_string(guest.join("stdout.txt")).unwrap_or_default();
     println!(
         "in the guest: {}",
@@ -450,22 +438,11 @@ fn under_sudo_a_guests_command_runs_as_the_invoker() {
     std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
     let out_dir = dir.join("k");
     let job = "id -u > /mnt/uid && touch /var/tmp/mine && echo ok > /mnt/wrote";
-    let out = vmtrace(&["kernels", "--kernel", "debian:6.1", "--mem", "256M"])
-        .env("SUDO_UID", "65534")
+    let mut cmd = vmtrace(&[]);
+    cmd.env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
-        .env("SUDO_USER", "nobody")
-        .args(["--timeout", "600", "-o"])
-        .arg(&out_dir)
-        .args(["--", "run", "--no-probes", "--", "sh", "-c", job])
-        .output()
-        .expect("run vmtrace kernels");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let guest = std::fs::read_dir(&out_dir)
-        .expect("output directory")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap_or_else(|| panic!("no guest directory: {err}"));
+        .env("SUDO_USER", "nobody");
+    let (guest, err) = one_guest_job(cmd, &out_dir, job);
     let uid = std::fs::read_to_string(guest.join("uid")).unwrap_or_default();
     let wrote = std::fs::read_to_string(guest.join("wrote")).unwrap_or_default();
     println!("uid in the guest: {}; wrote: {}", uid.trim(), wrote.trim());
@@ -475,4 +452,29 @@ fn under_sudo_a_guests_command_runs_as_the_invoker() {
         let m = std::fs::metadata(guest.join(name)).expect(name);
         assert_eq!(m.uid(), 65534, "{name} is uid {}", m.uid());
     }
+}
+
+/// `cmd` (a vmtrace command) as `kernels --kernel debian:6.1 --mem 256M
+/// -o OUT -- run --no-probes -- sh -c JOB`: the guest's directory and
+/// vmtrace's stderr.
+fn one_guest_job(
+    mut cmd: std::process::Command,
+    out_dir: &std::path::Path,
+    job: &str,
+) -> (std::path::PathBuf, String) {
+    let out = cmd
+        .args(["kernels", "--kernel", "debian:6.1", "--mem", "256M"])
+        .args(["--timeout", "600", "-o"])
+        .arg(out_dir)
+        .args(["--", "run", "--no-probes", "--", "sh", "-c", job])
+        .output()
+        .expect("run vmtrace kernels");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let guest = std::fs::read_dir(out_dir)
+        .expect("output directory")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no guest directory: {err}"));
+    (guest, err)
 }
