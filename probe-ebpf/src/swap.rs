@@ -16,7 +16,7 @@ use vmtrace_common::{
     SwapExtents,
 };
 
-use crate::shared::{count, field, now_ns, record, tracepoint_field};
+use crate::shared::{count, count_all, field, now_ns, record, tracepoint_field};
 
 #[tracepoint]
 pub fn write_folio(ctx: TracePointContext) -> u32 {
@@ -155,7 +155,10 @@ pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
     // Anything else left in the slot is an issue whose completion was
     // not seen: a pairing error, counted.
     if cell.start_ns != 0 && (cell.rq != rq || cell.sector != sector) {
-        count(Counter::SwapIoUnpaired, 1);
+        count_all([
+            (Counter::SwapIoUnpaired, 1),
+            (Counter::SwapIoUnpairedSectors, cell.nr_sector as u64),
+        ]);
     }
     *cell = IoStart {
         start_ns: now_ns(),
@@ -184,7 +187,10 @@ pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
     let start = *cell;
     cell.start_ns = 0;
     if start.sector != member(rq, field!(request_sector)) {
-        count(Counter::SwapIoUnpaired, 1);
+        count_all([
+            (Counter::SwapIoUnpaired, 1),
+            (Counter::SwapIoUnpairedSectors, start.nr_sector as u64),
+        ]);
         return 0;
     }
     let took = now_ns().saturating_sub(start.start_ns);

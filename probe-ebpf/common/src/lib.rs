@@ -197,6 +197,10 @@ signal_ids! {
         IoWaitNs => ("io_wait_ns", "target I/O-wait sleep time (ns)"),
         /// I/O-wait sleeps not timed: the table of open ones was full.
         IoWaitDropped => ("io_wait_dropped", "target I/O-wait sleeps not timed (map full)"),
+        /// Sectors of the swap requests counted in `SwapIoUnpaired` (the
+        /// size the request had at its issue): the device counted them,
+        /// vmtrace timed none of them.
+        SwapIoUnpairedSectors => ("swap_io_unpaired_sectors", "sectors of unpaired swap I/O requests"),
     }
 }
 

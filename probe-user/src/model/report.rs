@@ -440,6 +440,10 @@ pub struct Dropped {
     /// so no pairing error reaches a histogram.
     #[serde(default)]
     pub swap_io_unpaired: u64,
+    /// Their bytes, as issued: what the swap device's own counters hold
+    /// beyond vmtrace's swap I/O bytes.
+    #[serde(default)]
+    pub swap_io_unpaired_bytes: u64,
     /// Rows pushed out of a bounded per-process or per-name table (map,
     /// rows): those tables then miss rows, their totals are short.
     pub evicted: Vec<(String, u64)>,

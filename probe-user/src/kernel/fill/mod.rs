@@ -244,6 +244,7 @@ fn dropped(totals: &KernelTotals) -> Dropped {
         oom_records_lost: totals.counter(Counter::OomRecordsDropped),
         swap_io_map_full: totals.counter(Counter::SwapIoStartDropped),
         swap_io_unpaired: totals.counter(Counter::SwapIoUnpaired),
+        swap_io_unpaired_bytes: totals.counter(Counter::SwapIoUnpairedSectors) * 512,
         evicted: evicted(totals),
         program_misses: Vec::new(),
     }
