@@ -34,7 +34,15 @@ enum Task {
         args: Vec<String>,
     },
     /// Every test: unit tests, then the kernel tests (root only)
-    Test,
+    Test {
+        /// Run the kernel tests this many times (unit tests skipped) and
+        /// print each test's pass count: e.g. `--repeat 10 zones`
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+        /// Only the kernel tests whose names contain this (unit tests
+        /// skipped)
+        filter: Option<String>,
+    },
     /// cargo fmt --check and cargo clippy -D warnings
     Lint,
     /// What tracing costs the traced job: vmtrace beside bpftrace, perf
@@ -73,7 +81,7 @@ fn main() {
         Task::Setup => setup::setup(setup::Verbosity::Report, setup::Need::Test),
         Task::Build => build::build(),
         Task::Run { args } => run::run(&args),
-        Task::Test => test::test(),
+        Task::Test { repeat, filter } => test::test(&test::TestOptions { repeat, filter }),
         Task::Lint => build::lint(),
         Task::Bench {
             rounds,
