@@ -69,7 +69,9 @@ pub fn test(opts: &TestOptions) -> Result<()> {
                 "--test-threads=1",
             ]);
         if let Some(f) = &opts.filter {
-            cmd.arg(f);
+            // The chosen tests' own logs (how much of its condition each
+            // run had) are what a developer asking for them wants.
+            cmd.args([f.as_str(), "--nocapture"]);
         }
         cmd
     };
@@ -119,24 +121,42 @@ fn run_round(cmd: &mut Command, tally: &mut Tally) -> Result<bool> {
 struct Tally {
     tests: BTreeMap<String, (usize, usize)>,
     rounds: Vec<(bool, u64)>,
+    /// A test whose result line is still open (its output, printed with
+    /// --nocapture, came after `test NAME ... `).
+    pending: Option<String>,
 }
 
 impl Tally {
-    /// Counts a libtest result line: `test NAME ... ok` or `... FAILED`
-    /// (a test's own output may come between the two halves of it).
+    /// Counts a libtest result line: `test NAME ... ok` or `... FAILED`,
+    /// or with --nocapture `test NAME ... ` then the test's output, then
+    /// `ok` or `FAILED` on a line of its own.
     fn line(&mut self, line: &str) {
-        let Some(rest) = line.strip_prefix("test ") else {
-            return;
+        let result = |r: &str| match r.trim_end() {
+            r if r.ends_with(" ok") || r == "ok" => Some(true),
+            r if r.ends_with("FAILED") => Some(false),
+            _ => None,
         };
-        let Some((name, result)) = rest.split_once(" ... ") else {
-            return;
-        };
-        let passed = result.trim_end().ends_with("ok");
-        let failed = result.trim_end().ends_with("FAILED");
-        if !passed && !failed {
+        if let Some((name, rest)) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.split_once(" ..."))
+        {
+            let rest = format!(" {}", rest.trim_start());
+            match result(&rest) {
+                Some(passed) => self.count(name.trim(), passed),
+                None => self.pending = Some(name.trim().to_string()),
+            }
             return;
         }
-        let e = self.tests.entry(name.trim().to_string()).or_default();
+        if let Some(passed) = result(line).filter(|_| matches!(line.trim(), "ok" | "FAILED"))
+            && let Some(name) = self.pending.take()
+        {
+            self.count(&name, passed);
+        }
+    }
+
+    fn count(&mut self, name: &str, passed: bool) {
+        self.pending = None;
+        let e = self.tests.entry(name.to_string()).or_default();
         e.0 += passed as usize;
         e.1 += 1;
     }
@@ -175,16 +195,17 @@ mod tests {
             "test zones::a ... ok\ntest swapio::b ... FAILED\nrunning 2 tests",
             "test zones::a ... ok\ntest swapio::b ... some output\ntest result: ok. 2 passed",
             "test zones::a ... FAILED\ntest swapio::b ... ok",
+            "test zones::a ... global reclaim: 5\nattempt 1: ok\nok\ntest swapio::b ... \nx\nFAILED",
         ] {
             for line in round.lines() {
                 t.line(line);
             }
         }
         t.rounds = vec![(false, 61), (true, 59), (false, 60)];
-        assert_eq!(t.tests["zones::a"], (2, 3));
-        assert_eq!(t.tests["swapio::b"], (1, 2));
+        assert_eq!(t.tests["zones::a"], (3, 4));
+        assert_eq!(t.tests["swapio::b"], (1, 3));
         let table = t.table(3);
-        assert!(table.contains("  2/3   zones::a  <- flaky"), "{table}");
+        assert!(table.contains("  3/4   zones::a  <- flaky"), "{table}");
         assert!(
             table.contains("rounds: 1m01s (failed), 0m59s, 1m00s (failed)"),
             "{table}"

@@ -90,7 +90,10 @@ fn zone_rows_equal_the_guests_own_counters_on_two_numa_nodes() {
         "global reclaim: pgscan_kswapd {}, pgscan_direct {}, allocstall {}\n{attempts}",
         d("pgscan_kswapd"),
         d("pgscan_direct"),
-        d("allocstall_dma32") + d("allocstall_normal")
+        ["dma", "dma32", "normal", "movable"]
+            .iter()
+            .map(|z| d(&format!("allocstall_{z}")))
+            .sum::<u64>()
     );
     assert!(
         d("pgscan_kswapd") + d("pgscan_direct") > 0,

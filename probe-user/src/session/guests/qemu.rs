@@ -145,7 +145,15 @@ impl Guest<'_> {
         if self.kvm {
             c.args(["-accel", "kvm", "-cpu", "host"]);
         } else {
-            c.args(["-accel", "tcg,thread=multi", "-cpu", "max"]);
+            // One host thread for every vCPU. Under multi-threaded TCG a
+            // 6.12 guest panicked with RIP one byte into a 5-byte NOP
+            // in __schedule (0f 1f 44 00 00, a jump label) when a static
+            // key was switched on (vmtrace attaching to sched_switch, or
+            // turning on delay accounting): text_poke_bp's cross-CPU
+            // code patching is not safe in QEMU's MTTCG, at boot (2 s in)
+            // and mid-run alike (1 run in 10 of the zones test). With one
+            // thread the vCPUs take turns and a patch is seen whole.
+            c.args(["-accel", "tcg,thread=single", "-cpu", "max"]);
         }
         c.arg("-m")
             .arg(format!("{}M", self.mem_mib))
