@@ -5,5 +5,6 @@
 pub mod btf;
 pub mod collect;
 pub mod fill;
+pub mod gfp;
 pub mod probes;
 pub mod tracefs;
