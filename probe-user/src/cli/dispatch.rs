@@ -77,6 +77,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             output,
         } => views::export_command(&files, &format, output.as_deref()),
         Commands::Probes { json } => probes_command(json),
+        Commands::Generate { kind, command } => {
+            let mut out = std::io::stdout().lock();
+            super::generate::generate(&kind, command.as_deref(), &mut out)?;
+            Ok(0)
+        }
     }
 }
 

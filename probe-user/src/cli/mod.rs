@@ -7,6 +7,7 @@
 
 mod argv;
 mod dispatch;
+mod generate;
 mod views;
 
 pub use argv::hoist_bundled_options;
@@ -52,8 +53,9 @@ errors and Ctrl-C.\n\n\
 Bundled workloads run by bare name, from vmtrace itself: `qsbench` (the 2001 \
 qsbench; default -m 350 in a 256 MiB box with 2 GiB of swap), `build` (make -jN of \
 a generated C tree; default -j 5 in 64 MiB with 1 GiB of swap; -j takes a comma \
-list to sweep, e.g. -j 5,10,15) and `memhog` (default --mib 512 --passes 2 in 256 \
-MiB with 1 GiB). The default box applies when neither --mem nor --swap is given; \
+list to sweep, e.g. -j 5,10,15), `memhog` (default --mib 512 --passes 2 in 256 \
+MiB with 1 GiB) and `faults` (first-touch minor faults without memory pressure, \
+no box: default --mib 32 --passes 320, the fault path's hot loop). The default box applies when neither --mem nor --swap is given; \
 vmtrace's own options may also follow the workload's name. --repeat N runs each \
 configuration N times and ends with the seed mails' table (elapsed per run, mean, \
 stddev, min, max).\n\n\
@@ -121,10 +123,14 @@ guest wall times are several times the host's and only comparable between guests
 counters are real. Debian kernels are downloaded with apt-get download and unpacked \
 into /var/cache/vmtrace/kernels, never installed.",
         after_help = "Examples:\n  \
-sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 --mem 512M -- run qsbench -m 200 --mem 128M --swap 1G\n  \
-sudo vmtrace kernels --kernel /boot/vmlinuz-6.1.0-57-amd64 --kernel host -- run build -j 4\n  \
-sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 --mem 256M --repeat 3 -- run build --no-box -j 5,10,15\n  \
-sudo vmtrace kernels --kernel ./bzImage:./modules/6.13.0 --swap 1G -- run memhog"
+sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 \\\n      \
+--mem 512M -- run qsbench -m 200 --mem 128M --swap 1G\n  \
+sudo vmtrace kernels --kernel /boot/vmlinuz-6.1.0-57-amd64 \\\n      \
+--kernel host -- run build -j 4\n  \
+sudo vmtrace kernels --kernel debian:6.1 --kernel debian:6.12 \\\n      \
+--mem 256M --repeat 3 -- run build --no-box -j 5,10,15\n  \
+sudo vmtrace kernels --kernel ./bzImage:./modules/6.13.0 --swap 1G \\\n      \
+-- run memhog"
     )]
     Kernels(KernelsArgs),
     /// Print the report of one or more recordings
@@ -220,6 +226,28 @@ vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
         /// Write to PATH instead of stdout
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
+    },
+    /// Print a man page or a shell's completion script, generated from
+    /// these very options
+    #[command(
+        long_about = "Prints, on standard output, a man page (roff) for vmtrace or \
+one of its commands, or the completion script of a shell. Nothing is installed: \
+redirect it where your system looks.",
+        after_help = "Examples:\n  \
+vmtrace generate man > vmtrace.1 && man -l vmtrace.1\n  \
+vmtrace generate man run > vmtrace-run.1\n  \
+vmtrace generate complete-bash > /etc/bash_completion.d/vmtrace\n  \
+vmtrace generate complete-zsh > ~/.zfunc/_vmtrace\n  \
+vmtrace generate complete-fish > ~/.config/fish/completions/vmtrace.fish"
+    )]
+    Generate {
+        /// What to print
+        #[arg(value_parser = ["man", "complete-bash", "complete-zsh", "complete-fish"])]
+        kind: String,
+        /// With `man`: the command whose page to print (run, attach,
+        /// kernels, ...); vmtrace's own page without it
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
     },
     /// Run a bundled workload in this process (what `vmtrace run qsbench`
     /// starts inside the box)
