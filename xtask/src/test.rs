@@ -147,9 +147,12 @@ impl Tally {
             }
             return;
         }
-        if let Some(passed) = result(line).filter(|_| matches!(line.trim(), "ok" | "FAILED"))
-            && let Some(name) = self.pending.take()
-        {
+        let passed = match line.trim() {
+            "ok" => true,
+            "FAILED" => false,
+            _ => return,
+        };
+        if let Some(name) = self.pending.take() {
             self.count(&name, passed);
         }
     }

@@ -35,11 +35,8 @@ pub fn generate(kind: &str, command: Option<&str>, out: &mut dyn Write) -> Resul
             man.render(out).context("writing the man page")?;
         }
         shell => {
-            if command.is_some() {
-                bail!(
-                    "a completion script covers every command: drop `{}`",
-                    command.unwrap_or("")
-                );
+            if let Some(c) = command {
+                bail!("a completion script covers every command: drop `{c}`");
             }
             let shell = match shell {
                 "complete-bash" => Shell::Bash,

@@ -161,28 +161,28 @@ impl<'a> Parser<'a> {
     }
 
     fn expr(&mut self) -> Result<u64> {
-        let mut v = self.and()?;
-        loop {
-            self.skip_ws();
-            if self.peek() == Some(b'|') {
-                self.bump();
-                v |= self.and()?;
-            } else {
-                return Ok(v);
-            }
-        }
+        self.left_assoc(b'|', Self::and, |a, b| a | b)
     }
 
     fn and(&mut self) -> Result<u64> {
-        let mut v = self.shift()?;
+        self.left_assoc(b'&', Self::shift, |a, b| a & b)
+    }
+
+    /// `next (op next)*`, folded left with `f`.
+    fn left_assoc(
+        &mut self,
+        op: u8,
+        next: fn(&mut Self) -> Result<u64>,
+        f: fn(u64, u64) -> u64,
+    ) -> Result<u64> {
+        let mut v = next(self)?;
         loop {
             self.skip_ws();
-            if self.peek() == Some(b'&') {
-                self.bump();
-                v &= self.shift()?;
-            } else {
+            if self.peek() != Some(op) {
                 return Ok(v);
             }
+            self.bump();
+            v = f(v, next(self)?);
         }
     }
 

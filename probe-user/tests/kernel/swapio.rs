@@ -129,7 +129,6 @@ END {{ clear(@start); }}
     )
 }
 
-/// Starts bpftrace and waits until its probes are attached.
 /// A running bpftrace, killed on drop (a failed assertion between start
 /// and stop must not leave it attached, holding the test's output).
 struct Bpftrace(Option<Child>);
@@ -143,6 +142,7 @@ impl Drop for Bpftrace {
     }
 }
 
+/// Starts bpftrace and waits until its probes are attached.
 fn start_bpftrace(script: &str) -> Bpftrace {
     let mut child = Command::new("bpftrace")
         .args(["-f", "json", "-e", script])
