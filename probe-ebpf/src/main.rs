@@ -4,6 +4,8 @@
 //!
 //! One module per signal family, each owning its programs and maps:
 //! - `reclaim`: direct and memcg reclaim stalls (begin/end pairs per task);
+//! - `entry`: where those reclaims were entered (kernel stack, GFP flags,
+//!   order), weighted by stall time;
 //! - `lru`: `mm_vmscan_lru_shrink_{inactive,active}` totals per node,
 //!   context and LRU type, and reclaim priorities;
 //! - `kswapd`: kswapd awake periods per node, and who woke it for which
@@ -33,6 +35,7 @@
 #![feature(asm_experimental_arch)]
 
 mod cgroup;
+mod entry;
 mod fault;
 mod kswapd;
 mod lru;

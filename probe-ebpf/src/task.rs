@@ -112,6 +112,9 @@ pub struct TaskSpans {
     /// The OOM reaper's pass over one victim (this cell is the
     /// oom_reaper kthread's: it reaps one victim at a time).
     pub reap_start_ns: u64,
+    /// How the reclaim the task is in was entered (`entry`): last, off
+    /// the lines the reclaim pair touches.
+    pub entry: crate::entry::Entry,
 }
 
 #[btf_map]

@@ -201,6 +201,12 @@ signal_ids! {
         /// size the request had at its issue): the device counted them,
         /// vmtrace timed none of them.
         SwapIoUnpairedSectors => ("swap_io_unpaired_sectors", "sectors of unpaired swap I/O requests"),
+        /// Target reclaims whose kernel stack was not kept (a stack-map
+        /// hash collision, or no stack): counted under a lost stack.
+        EntryStacksLost => ("entry_stacks_lost", "reclaim entry stacks not kept"),
+        /// Target reclaims not added to `RECLAIM_ENTRIES` (the table was
+        /// full): their stall time is missing from the entry paths.
+        EntriesFull => ("entries_full", "reclaim entries lost to a full table"),
     }
 }
 
@@ -609,6 +615,42 @@ pub const fn order_cell(ctx: ReclaimContext, order: u32) -> u32 {
 /// stalled drop out first when more processes stall than this).
 pub const MAX_STALLERS: u32 = 4096;
 
+/// Distinct kernel stacks kept for "where reclaim was entered"
+/// (`ENTRY_STACKS`, a stack-trace map: 127 frames, ~1 KiB each, all
+/// preallocated). A stack whose hash bucket holds another stack is not
+/// kept (`Counter::EntryStacksLost`): with the few dozen distinct entry
+/// paths a job has, a collision is rare at this size.
+pub const MAX_ENTRY_STACKS: u32 = 4096;
+
+/// (context, stack, GFP flags, order) cells of `RECLAIM_ENTRIES`.
+pub const MAX_ENTRIES: u32 = 4096;
+
+/// The stack id of an entry whose stack was not kept.
+pub const ENTRY_STACK_LOST: i32 = -1;
+
+/// A key of `RECLAIM_ENTRIES`: how a target reclaim was entered.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EntryKey {
+    /// Id in `ENTRY_STACKS`, or `ENTRY_STACK_LOST`.
+    pub stack_id: i32,
+    /// A `ReclaimContext` (direct or memcg).
+    pub context: u32,
+    /// The allocation's GFP flags (the tracepoint's `gfp_flags`; gfp_t
+    /// is 32 bits on every kernel vmtrace supports).
+    pub gfp: u32,
+    pub order: u32,
+}
+
+/// A cell of `RECLAIM_ENTRIES`: the reclaims entered that way and their
+/// stall time, added to atomically.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryCell {
+    pub count: u64,
+    pub stall_ns: u64,
+}
+
 /// Per process (tgid): time spent stalled in reclaim, `RECLAIM_STALLERS`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -703,6 +745,9 @@ pub struct Fields {
     /// `mm_vmscan_{direct,memcg}_reclaim_begin.order`
     pub direct_reclaim_begin_order: Field,
     pub memcg_reclaim_begin_order: Field,
+    /// `mm_vmscan_{direct,memcg}_reclaim_begin.gfp_flags`
+    pub direct_reclaim_begin_gfp_flags: Field,
+    pub memcg_reclaim_begin_gfp_flags: Field,
     /// `mm_vmscan_write_folio.reclaim_flags`
     pub write_folio_reclaim_flags: Field,
     /// `oom:mark_victim` fields (rss in kB; comm is a __data_loc string).
@@ -841,6 +886,8 @@ pub mod names {
     pub const TARGET_PIDS: &str = "TARGET_PIDS";
     pub const FAULT_LATENCY: &str = "FAULT_LATENCY";
     pub const CGROUP_STALLS: &str = "CGROUP_STALLS";
+    pub const RECLAIM_ENTRIES: &str = "RECLAIM_ENTRIES";
+    pub const ENTRY_STACKS: &str = "ENTRY_STACKS";
     pub const CGROUP_ZERO: &str = "CGROUP_ZERO";
     pub const PER_CGROUP: &str = "PER_CGROUP";
 
@@ -871,6 +918,8 @@ pub mod names {
         TARGET_PIDS,
         CGROUP_STALLS,
         CGROUP_ZERO,
+        RECLAIM_ENTRIES,
+        ENTRY_STACKS,
     ];
 
     /// The globals userspace sets at load time (not maps).
@@ -937,6 +986,8 @@ mod pod {
     unsafe impl aya::Pod for super::LruShrinkInactive {}
     unsafe impl aya::Pod for super::LruShrinkActive {}
     unsafe impl aya::Pod for super::Staller {}
+    unsafe impl aya::Pod for super::EntryKey {}
+    unsafe impl aya::Pod for super::EntryCell {}
     unsafe impl aya::Pod for super::CgroupStalls {}
     unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::KswapdNode {}

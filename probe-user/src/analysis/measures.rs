@@ -418,7 +418,7 @@ pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<MetricRow> {
         .collect()
 }
 
-fn change(
+pub(super) fn change(
     base: &[f64],
     bd: Option<Describe>,
     other: &[f64],

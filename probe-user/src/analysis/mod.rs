@@ -18,6 +18,7 @@
 //! (one comparison per sweep value).
 
 pub mod attribution;
+pub mod entries;
 pub mod groups;
 pub mod guards;
 pub mod measures;
@@ -62,6 +63,9 @@ pub struct Comparison {
     /// Settings that differ and change what some metrics mean.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<guards::Guard>,
+    /// Where reclaim was entered, per way in (runs with entry stacks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<entries::EntryRow>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -296,6 +300,7 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         versus,
         attribution,
         guards,
+        entries: entries::rows(&ok),
     })
 }
 

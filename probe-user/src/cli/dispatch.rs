@@ -106,6 +106,7 @@ fn run_command(args: RunArgs) -> Result<i32> {
             no_box: args.no_box,
             fault_latency: args.fault_latency,
             page_alloc: args.page_alloc,
+            no_stacks: args.no_stacks,
             bpf_stats: args.bpf_stats,
             no_probes: args.no_probes,
             as_root: args.as_root,
@@ -160,6 +161,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         interval: Duration::from_secs_f64(args.interval.unwrap_or(1.0)),
         fault_latency: args.fault_latency,
         page_alloc: args.page_alloc,
+        no_stacks: args.no_stacks,
         progress: None,
         serve: args
             .serve

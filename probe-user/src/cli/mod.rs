@@ -207,6 +207,8 @@ csv         tidy metrics: run,label,kernel,metric,value (one row per number)\n  
 series-csv  the time series: one row per run and step, counters cumulative\n  \
 hlog        HdrHistogram interval log (format 1.3): one tag per histogram, one\n              \
 interval per time-series step, plus <tag>.whole_run for the whole run\n  \
+folded      where reclaim was entered, as folded stacks weighted by stall\n              \
+microseconds (flamegraph.pl, inferno-flamegraph, speedscope)\n  \
 svg         plots: latency percentiles (every run of every FILE overlaid) and\n              \
 pressure over time (scan/reclaim, swap, free pages vs watermarks)\n  \
 png         the same plots as a PNG image (-o FILE.png)\n\n\
@@ -214,6 +216,7 @@ Several FILEs are allowed for svg and png (overlaid); the other formats take one
         after_help = "Examples:\n  \
 vmtrace export run.vmtrace.json --format text > results.txt\n  \
 vmtrace export run.vmtrace.json --format hlog -o run.hlog\n  \
+vmtrace export run.vmtrace.json --format folded | flamegraph.pl > r.svg\n  \
 vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
     )]
     Export {
@@ -315,6 +318,19 @@ task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
     )]
     pub page_alloc: bool,
 
+    /// Take no kernel stacks at reclaim begins: no "where reclaim was
+    /// entered" section
+    #[arg(
+        long,
+        long_help = "Take no kernel stacks at reclaim begins, so no \"where reclaim \
+was entered\" section. By default each direct or memcg reclaim of the command \
+takes its kernel stack once, at its begin (bpf_get_stackid into a stack-trace \
+map), with the allocation's GFP flags and order, and its stall is added to that \
+path's row: a reclaim comes every few ms under pressure, and no fault pays \
+anything. See docs/BENCHMARKS.md for the reclaim begin's cost with and without."
+    )]
+    pub no_stacks: bool,
+
     /// Report each eBPF program's runs and average run time (switches
     /// kernel.bpf_stats_enabled on for the run: ~20 ns per program run)
     #[arg(long)]
@@ -328,7 +344,10 @@ task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
 
     /// Attach nothing: run the command in the same box, untraced (the
     /// baseline for measuring what tracing costs)
-    #[arg(long, conflicts_with_all = ["fault_latency", "page_alloc", "bpf_stats"])]
+    #[arg(
+        long,
+        conflicts_with_all = ["fault_latency", "page_alloc", "bpf_stats", "no_stacks"]
+    )]
     pub no_probes: bool,
 
     /// Print the report as JSON on stdout instead of text
@@ -476,6 +495,10 @@ pub struct AttachArgs {
     /// Count page allocations per zone (a hot path)
     #[arg(long)]
     pub page_alloc: bool,
+    /// Take no kernel stacks at reclaim begins (no "where reclaim was
+    /// entered")
+    #[arg(long)]
+    pub no_stacks: bool,
     /// Write the recording to PATH [default:
     /// ./vmtrace-attach-KERNEL-UTCTIME.vmtrace.json]
     #[arg(short, long, value_name = "PATH")]

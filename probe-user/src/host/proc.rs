@@ -119,6 +119,17 @@ pub fn read_mountinfo() -> std::io::Result<String> {
     std::fs::read_to_string("/proc/self/mountinfo")
 }
 
+/// /proc/kallsyms (`kernel::kallsyms` parses it), at most 256 MiB (a
+/// distribution kernel with its modules has ~6 MB).
+pub fn read_kallsyms() -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open("/proc/kallsyms")?
+        .take(256 << 20)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// /proc/meminfo as it is now (`model::recording::environment::
 /// meminfo_bytes` reads its values); None when unreadable.
 pub fn read_meminfo() -> Option<String> {

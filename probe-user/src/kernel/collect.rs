@@ -39,6 +39,9 @@ pub struct KernelTotals {
     pub order: Vec<(ReclaimContext, Vec<u64>)>,
     /// Per process: stall totals (tgid, record).
     pub stallers: Vec<(u32, Staller)>,
+    /// Where the target's reclaims were entered (full reads only; None
+    /// when the metric is off).
+    pub entries: Option<crate::model::report::ReclaimEntries>,
     /// Per node with any kswapd activity: totals, and how long it has been
     /// awake now if it is (ns).
     pub kswapd: Vec<(u32, KswapdNode, Option<u64>)>,
@@ -149,6 +152,7 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
     t.stallers = hash_entries(probes, names::RECLAIM_STALLERS)?;
     t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
     t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
+    t.entries = crate::kernel::entries::read(probes, &t)?;
     Ok(t)
 }
 

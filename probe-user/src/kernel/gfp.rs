@@ -31,6 +31,12 @@ impl GfpNames {
             .lines()
             .find_map(|l| l.trim().strip_prefix("print fmt:"))
             .context("no `print fmt:` line")?;
+        GfpNames::from_print_fmt(fmt, field)
+    }
+
+    /// The same from the `print fmt:` line's text alone
+    /// (`tracefs::Format::print_fmt`).
+    pub fn from_print_fmt(fmt: &str, field: &str) -> Result<GfpNames> {
         let head = format!("__print_flags(REC->{field},");
         let at = fmt
             .find(&head)

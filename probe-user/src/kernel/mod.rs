@@ -4,7 +4,9 @@
 
 pub mod btf;
 pub mod collect;
+pub mod entries;
 pub mod fill;
 pub mod gfp;
+pub mod kallsyms;
 pub mod probes;
 pub mod tracefs;

@@ -27,6 +27,9 @@ pub struct Format {
     pub name: String,
     pub id: Option<u32>,
     pub fields: BTreeMap<String, FieldDef>,
+    /// The `print fmt:` line after its label (how `trace` prints the
+    /// event: GFP and other flag names are read from it).
+    pub print_fmt: String,
 }
 
 impl Format {
@@ -41,6 +44,8 @@ impl Format {
                 format.name = name.trim().to_string();
             } else if let Some(id) = line.strip_prefix("ID:") {
                 format.id = id.trim().parse().ok();
+            } else if let Some(fmt) = line.strip_prefix("print fmt:") {
+                format.print_fmt = fmt.trim().to_string();
             } else if line.starts_with("field:")
                 && let Some((name, def)) = parse_field(line)
             {

@@ -2,6 +2,7 @@
 //! recording. Depends on nothing above it; every view reads only this.
 
 pub mod counters;
+pub mod entries;
 pub mod format;
 pub mod histogram;
 pub mod membox;

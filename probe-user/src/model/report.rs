@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use vmtrace_common::{Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 
+pub use crate::model::entries::{EntryPath, ReclaimEntries, entry_chain};
 pub use crate::model::membox::{BoxReport, CgroupVersion};
 pub use crate::model::swap_causes::{SwapArea, SwapCauses};
 pub use crate::model::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};
@@ -520,6 +521,10 @@ pub struct RunReport {
     pub reclaim_order: Vec<OrderRow>,
     /// Processes that stalled most in reclaim, most first (at most 10).
     pub top_stallers: Vec<StallerReport>,
+    /// Where the target's direct and memcg reclaims were entered
+    /// (`reclaim_entries`; not with `--no-stacks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_entries: Option<ReclaimEntries>,
     pub swap_out: Option<SwapOutReport>,
     pub swap_io: Option<SwapIoReport>,
     pub kswapd: Option<KswapdReport>,

@@ -37,6 +37,8 @@ pub struct AttachOptions {
     pub interval: Duration,
     pub fault_latency: bool,
     pub page_alloc: bool,
+    /// `--no-stacks`, as for `run`.
+    pub no_stacks: bool,
     pub progress: Option<Progress>,
     /// Serve /metrics (`--serve`): run until stopped, whatever the
     /// targets do.
@@ -238,6 +240,9 @@ fn attach_tracer(opts: &AttachOptions, targets: &Targets) -> Result<Tracer> {
     }
     if targets.target.by_pid != 0 {
         opted_in.push(probes::OptIn::FollowForks);
+    }
+    if !opts.no_stacks {
+        opted_in.push(probes::OptIn::ReclaimStacks);
     }
     let max_cgroups = opts.serve.as_ref().map(|s| s.max_cgroups);
     let mut tracer = Tracer::attach(targets.target, &opted_in, max_cgroups)?;

@@ -139,6 +139,9 @@ fn opted_in(opts: &RunOptions) -> Vec<probes::OptIn> {
     if opts.page_alloc {
         opted_in.push(probes::OptIn::PageAlloc);
     }
+    if !opts.no_stacks {
+        opted_in.push(probes::OptIn::ReclaimStacks);
+    }
     opted_in
 }
 

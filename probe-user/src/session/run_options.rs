@@ -20,6 +20,9 @@ pub struct RunOptions {
     pub fault_latency: bool,
     /// Count page allocations per zone (a hot path).
     pub page_alloc: bool,
+    /// `--no-stacks`: no kernel stacks at reclaim begins (no "where
+    /// reclaim was entered").
+    pub no_stacks: bool,
     /// Report each program's runs and run time (kernel.bpf_stats_enabled).
     pub bpf_stats: bool,
     /// Attach nothing: the same box and command, untraced (the baseline

@@ -3,20 +3,29 @@
 
 use serde_json::Value;
 
-use crate::common::{fresh_scratch, guard, recording, vmtrace, within};
+use crate::common::{fresh_scratch, guard, memhog, recording, vmtrace, within};
 
 /// `vmtrace kernels`: Debian's 6.1 and 6.12 kernels boot in QEMU guests
 /// (downloaded once, cached), vmtrace runs a memory hog under pressure in
 /// each, and each recording shows every probe that kernel has attached,
 /// reclaim, fault and swap counts that agree with the guest's own
 /// /proc/vmstat and rusage; the kernels are compared at the end, with
-/// MGLRU's metrics guarded (`guards`).
+/// MGLRU's metrics guarded (`guards`). The job records the memcg
+/// reclaim begins in a tracefs instance of its own: the GFP flags each
+/// guest's recording names (decoded from that kernel's own print
+/// format) are those its kernel printed, count for count (issue 31).
 #[test]
 #[ignore = "needs root, QEMU and Debian's kernel packages; run with `cargo xtask test`"]
 fn debian_6_1_and_6_12_guests_measure_like_the_host() {
     let _g = guard();
     let dir = fresh_scratch("kernels");
     let out_dir = dir.join("k");
+    // /mnt: the guest's job directory (session/guests/initramfs.rs).
+    let job = crate::entries::traced_job(
+        &["mm_vmscan_memcg_reclaim_begin"],
+        &format!("{} --mib 96 --passes 1", memhog().display()),
+        "/mnt/trace.txt",
+    );
     let out = vmtrace(&[
         "kernels",
         "--kernel",
@@ -33,7 +42,7 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
     ])
     .arg(&out_dir)
     .args([
-        "--", "run", "--mem", "48M", "--swap", "256M", "memhog", "--mib", "96", "--passes", "1",
+        "--", "run", "--mem", "48M", "--swap", "256M", "--", "sh", "-c", &job,
     ])
     .output()
     .expect("run vmtrace kernels");
@@ -92,6 +101,13 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
             !release.starts_with("6.1."),
             "{what}: {sizes} mTHP sizes"
         );
+        let trace = std::fs::read_to_string(entry.path().join("trace.txt")).expect("trace");
+        let printed =
+            crate::entries::traced_gfp(&trace, "mm_vmscan_memcg_reclaim_begin", &["memhog", "sh"]);
+        let decoded = crate::entries::entry_gfp(r, "memcg");
+        eprintln!("{what}: kernel printed {printed:?}, vmtrace decoded {decoded:?}");
+        assert!(!printed.is_empty(), "{what}: no reclaim begin traced");
+        assert_eq!(printed, decoded, "{what}");
         releases.push(release);
     }
     releases.sort();

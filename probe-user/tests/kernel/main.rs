@@ -19,6 +19,7 @@ mod concurrent;
 mod counters;
 mod delays;
 mod dropped_privileges;
+mod entries;
 mod faults;
 mod guards;
 mod guest_image;

@@ -16,6 +16,8 @@
 //!   package would start a service: see `prometheus`);
 //! - QEMU for `vmtrace kernels` (Debian's, or a private copy where
 //!   installing Debian's would remove a package: see `qemu`);
+//! - inferno's `inferno-flamegraph` (crates.io, into $CARGO_HOME/bin):
+//!   the independent flame-graph tool the folded export is read with;
 //! - the PyPI `hdrhistogram` package, into $CARGO_HOME/vmtrace-python (not
 //!   the system's Python): the test that HdrHistogram's own decoder reads
 //!   vmtrace's interval logs uses it.
@@ -64,6 +66,10 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     ("mkfs.ext4", "e2fsprogs", Need::Test),
     ("xz", "xz-utils", Need::Test),
 ];
+
+/// The flame-graph tool the folded export is checked with (its command
+/// line only: no default features).
+const INFERNO_VERSION: &str = "0.12.3";
 
 /// The PyPI HdrHistogram decoder the hlog export is checked with.
 const PY_HDRHISTOGRAM: &str = "hdrhistogram==0.10.8";
@@ -129,6 +135,19 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
         prometheus::install()?;
         done.push("Prometheus (unpacked, no service)");
     }
+    if need == Need::Test && !util::on_path("inferno-flamegraph") {
+        util::run(Command::new("cargo").args([
+            "install",
+            "inferno",
+            "--version",
+            INFERNO_VERSION,
+            "--locked",
+            "--no-default-features",
+            "--features",
+            "cli",
+        ]))?;
+        done.push("inferno-flamegraph");
+    }
     if need == Need::Test && !python_dir().join("hdrh").join("__init__.py").is_file() {
         install_python_packages()?;
         done.push("Python hdrhistogram");
@@ -137,7 +156,7 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
         if verbosity == Verbosity::Report {
             println!(
                 "setup: nothing to do: nightly rust-src, bpf-linker {BPF_LINKER_VERSION}, the \
-                 test packages and Python hdrhistogram are installed"
+                 test packages, inferno and Python hdrhistogram are installed"
             );
         }
     } else {

@@ -142,6 +142,7 @@ fn traced(t: Traced, window: RunReport) -> RunReport {
         // Always: empty when nothing fed them.
         reclaim_order: reclaim::order_rows(totals),
         top_stallers: reclaim::top_stallers(totals),
+        reclaim_entries: totals.entries.clone(),
         slab_shrink: on(SlabShrink).then(|| reclaim::slab_shrink(totals)),
         throttle: on(Throttle).then(|| reclaim::throttle(totals)),
         compaction: on(Compaction).then(|| reclaim::compaction(totals, on(SchedSplit))),

@@ -142,6 +142,7 @@ vmtrace_common::signal_ids! {
     pub enum MetricId {
         DirectReclaim => ("direct_reclaim", "direct reclaim stalls"),
         MemcgReclaim => ("memcg_reclaim", "memcg reclaim stalls"),
+        ReclaimEntries => ("reclaim_entries", "where reclaim was entered: stacks, GFP"),
         ReclaimStallers => ("reclaim_stallers", "reclaim stall totals per process"),
         SchedSplit => ("sched_split", "stalls on CPU/runnable/blocked; I/O waits"),
         LruShrinkInactive => ("lru_shrink_inactive", "inactive LRU scanned/reclaimed"),
@@ -197,6 +198,8 @@ pub enum OptIn {
     PageAlloc,
     /// Following a process tree: `attach --pid/--comm` (not a flag).
     FollowForks,
+    /// Kernel stacks at reclaim begins: asked for unless `--no-stacks`.
+    ReclaimStacks,
 }
 
 impl OptIn {
@@ -205,6 +208,7 @@ impl OptIn {
             OptIn::FaultLatency => "--fault-latency",
             OptIn::PageAlloc => "--page-alloc",
             OptIn::FollowForks => "attach --pid/--comm",
+            OptIn::ReclaimStacks => "off with --no-stacks",
         }
     }
 }
@@ -266,6 +270,25 @@ pub const CATALOGUE: &[Metric] = &[
                 [opt!("order", memcg_reclaim_begin_order)]),
             tp!("memcg_reclaim_end", "vmscan": "mm_vmscan_memcg_reclaim_end",
                 [req!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)]),
+        ],
+    },
+    // Where those reclaims were entered: programs of their own on the
+    // same tracepoints (probe-ebpf `entry`), so that --no-stacks leaves
+    // the reclaim pair as it is.
+    Metric {
+        id: MetricId::ReclaimEntries,
+        opt_in: Some(OptIn::ReclaimStacks),
+        programs: &[
+            tp!("entry_direct_begin", "vmscan": "mm_vmscan_direct_reclaim_begin", [
+                opt!("order", direct_reclaim_begin_order),
+                req!("gfp_flags", direct_reclaim_begin_gfp_flags),
+            ]),
+            tp!("entry_direct_end", "vmscan": "mm_vmscan_direct_reclaim_end", []),
+            tp!("entry_memcg_begin", "vmscan": "mm_vmscan_memcg_reclaim_begin", [
+                opt!("order", memcg_reclaim_begin_order),
+                req!("gfp_flags", memcg_reclaim_begin_gfp_flags),
+            ]),
+            tp!("entry_memcg_end", "vmscan": "mm_vmscan_memcg_reclaim_end", []),
         ],
     },
     // The reclaim programs add each stall to the thread's task storage;

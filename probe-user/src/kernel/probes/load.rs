@@ -13,8 +13,8 @@ use aya::{
     util::online_cpus,
 };
 use vmtrace_common::{
-    CgroupStalls, MAX_CGROUPS, MAX_TARGET_PIDS, MAX_TASKS_IN_FAULT, OomVictim, SwapExtents, Target,
-    ZoneSpans, names,
+    CgroupStalls, MAX_CGROUPS, MAX_ENTRIES, MAX_ENTRY_STACKS, MAX_TARGET_PIDS, MAX_TASKS_IN_FAULT,
+    OomVictim, SwapExtents, Target, ZoneSpans, names,
 };
 
 use super::{
@@ -166,6 +166,37 @@ pub struct Layout {
     /// Keep reclaim stalls per cgroup (`attach --serve`), for at most
     /// this many cgroups (besides the overflow row).
     pub max_cgroups: Option<u32>,
+    /// Kernel stacks at reclaim begins (`reclaim_entries`): the stack
+    /// map (~4 MB, preallocated) and the entries table get their full
+    /// size only then.
+    pub entry_stacks: bool,
+}
+
+/// Maps preallocated at their full size only when used (hash maps are
+/// preallocated: the perf-event program that closes faults may only
+/// use such): the per-task fault stamps (~5 MB) for fault latency, the
+/// followed pids (~5 MB) for a target by pid, the stack map (~4 MB) and
+/// its table for reclaim entry stacks; otherwise one entry each.
+fn map_sizes(layout: &Layout) -> [(&'static str, u32); 4] {
+    let full_if = |used: bool, full: u32| if used { full } else { 1 };
+    [
+        (
+            names::FAULT_START,
+            full_if(layout.fault_latency, MAX_TASKS_IN_FAULT),
+        ),
+        (
+            names::TARGET_PIDS,
+            full_if(layout.target.by_pid != 0, MAX_TARGET_PIDS),
+        ),
+        (
+            names::ENTRY_STACKS,
+            full_if(layout.entry_stacks, MAX_ENTRY_STACKS),
+        ),
+        (
+            names::RECLAIM_ENTRIES,
+            full_if(layout.entry_stacks, MAX_ENTRIES),
+        ),
+    ]
 }
 
 /// Loads the eBPF object with the plan's field offsets and target, then
@@ -174,23 +205,11 @@ pub struct Layout {
 /// failing is an error.
 pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
     let per_cgroup = layout.max_cgroups.map(|n| n.clamp(1, MAX_CGROUPS));
-    // Hash maps are preallocated at their full size (the perf-event
-    // program that closes faults may only use preallocated ones): the
-    // per-task fault stamps (~5 MB) and the followed pids (~5 MB) take
-    // one entry unless fault latency, or a target by pid, uses them.
-    let fault_start = if layout.fault_latency {
-        MAX_TASKS_IN_FAULT
-    } else {
-        1
-    };
-    let target_pids = if layout.target.by_pid != 0 {
-        MAX_TARGET_PIDS
-    } else {
-        1
-    };
-    let mut ebpf = EbpfLoader::new()
-        .map_max_entries(names::FAULT_START, fault_start)
-        .map_max_entries(names::TARGET_PIDS, target_pids)
+    let mut loader = EbpfLoader::new();
+    for (map, size) in map_sizes(layout) {
+        loader.map_max_entries(map, size);
+    }
+    let mut ebpf = loader
         // The overflow row (id 0) comes on top of the cap.
         .map_max_entries(names::CGROUP_STALLS, per_cgroup.unwrap_or(1) + 1)
         .override_global(names::PER_CGROUP, &u32::from(per_cgroup.is_some()), true)

@@ -8,7 +8,7 @@ use anyhow::Result;
 use vmtrace_common::{Field, Fields};
 
 use super::catalogue::{CATALOGUE, Hook, KernelTypes, MetricId, OptIn, Program};
-use crate::kernel::tracefs::TraceFs;
+use crate::kernel::{gfp::GfpNames, tracefs::TraceFs};
 use crate::model::probes::Listed;
 
 /// What the running kernel offers, and what we will therefore attach.
@@ -24,6 +24,10 @@ pub struct Plan {
     pub partial: Vec<(MetricId, String)>,
     /// The tracepoint name this kernel has, per program name.
     pub events: Vec<(&'static str, &'static str)>,
+    /// This kernel's GFP flag names (from the reclaim begin tracepoint's
+    /// print format), for `reclaim_entries`; None when that metric is off
+    /// or the format does not parse (flags then read in hex).
+    pub gfp_names: Option<GfpNames>,
 }
 
 impl Plan {
@@ -68,6 +72,11 @@ pub fn plan(
             .extend(resolved.partial.into_iter().map(|p| (metric.id, p)));
         plan.events.append(&mut resolved.events);
         plan.enabled.push(metric.id);
+    }
+    if plan.is_enabled(MetricId::ReclaimEntries) {
+        plan.gfp_names = tracefs
+            .format("vmscan", "mm_vmscan_memcg_reclaim_begin")?
+            .and_then(|f| GfpNames::from_print_fmt(&f.print_fmt, "gfp_flags").ok());
     }
     Ok(plan)
 }
@@ -224,7 +233,11 @@ fn resolve_members(
 
 /// Every metric of the catalogue and whether this kernel can run it.
 pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec<Listed>> {
-    let plan = plan(tracefs, types, &[OptIn::FaultLatency, OptIn::PageAlloc])?;
+    let plan = plan(
+        tracefs,
+        types,
+        &[OptIn::FaultLatency, OptIn::PageAlloc, OptIn::ReclaimStacks],
+    )?;
     Ok(CATALOGUE
         .iter()
         .map(|m| {
@@ -323,7 +336,12 @@ mod tests {
             let plan = plan(
                 &tracefs,
                 TYPES,
-                &[OptIn::FaultLatency, OptIn::PageAlloc, OptIn::FollowForks],
+                &[
+                    OptIn::FaultLatency,
+                    OptIn::PageAlloc,
+                    OptIn::FollowForks,
+                    OptIn::ReclaimStacks,
+                ],
             )
             .expect("plan");
             assert!(

@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 
 use crate::analysis::{
     AttributionRow, Change, Comparison, ElapsedSplit, Hint, MetricRow, Unit, Verdict, Versus,
-    attribution::Kind, guards::Guard, measures::Scope, stats::Describe,
+    attribution::Kind, entries::EntryRow, guards::Guard, measures::Scope, stats::Describe,
 };
+use crate::model::report::entry_chain;
 
 const NAME: usize = 24;
 
@@ -102,7 +103,69 @@ pub fn render(c: &Comparison, detail: bool) -> String {
     for (k, v) in c.versus.iter().enumerate() {
         write_hints(&mut o, k + 1, v);
     }
+    for g in 1..c.groups.len() {
+        write_entries(&mut o, &c.entries, g);
+    }
     o
+}
+
+/// Ways in shown per group in the text (all are in the JSON).
+const ENTRIES_SHOWN: usize = 3;
+
+/// `where reclaim was entered, B vs A`: the ways in that moved (see
+/// `analysis::entries`), most change first, each with its callers;
+/// or that none moved.
+fn write_entries(o: &mut String, rows: &[EntryRow], g: usize) {
+    if rows.is_empty() {
+        return;
+    }
+    let k = g - 1;
+    let mut moved: Vec<&EntryRow> = rows.iter().filter(|r| r.moved[k]).collect();
+    moved.sort_by(|a, b| {
+        let d = |r: &EntryRow| r.changes[k].map_or(0.0, |c| c.diff.abs());
+        d(b).total_cmp(&d(a))
+    });
+    let _ = writeln!(o);
+    let (a, b) = (letter(0), letter(g));
+    if moved.is_empty() {
+        for l in wrap(
+            &format!(
+                "where reclaim was entered, {b} vs {a}: no way in moved \
+                 beyond noise ({} ways, Holm-corrected, at least {:.0}% of \
+                 {a}'s reclaim stall time)",
+                rows.len(),
+                100.0 * crate::analysis::entries::MIN_SHARE
+            ),
+            72,
+        ) {
+            let _ = writeln!(o, "{l}");
+        }
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "where reclaim was entered, {b} vs {a}: ways in that moved"
+    );
+    let _ = writeln!(o, "(stall seconds per run, mean)");
+    for r in moved.iter().take(ENTRIES_SHOWN) {
+        let mean = |i: usize| r.groups[i].map_or(0.0, |d| d.mean);
+        let Some(c) = r.changes[k] else { continue };
+        let _ = writeln!(
+            o,
+            "  {} {} {a} {} -> {b} {} {}",
+            r.context,
+            signed_diff(c.diff),
+            fmt_secs(mean(0)),
+            fmt_secs(mean(g)),
+            mark(&c)
+        );
+        for l in wrap(&entry_chain(&r.frames), 66) {
+            let _ = writeln!(o, "      {l}");
+        }
+    }
+    if moved.len() > ENTRIES_SHOWN {
+        let _ = writeln!(o, "  ... {} more (in --json)", moved.len() - ENTRIES_SHOWN);
+    }
 }
 
 fn write_verdict(o: &mut String, g: usize, v: &Versus) {

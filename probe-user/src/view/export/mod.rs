@@ -4,6 +4,7 @@
 //! Pure functions of `Recording`s.
 
 pub mod csv;
+pub mod folded;
 pub mod hlog;
 pub mod png;
 pub mod svg;
@@ -14,7 +15,16 @@ use anyhow::{Context, Result};
 use crate::model::recording::Recording;
 
 /// The formats `vmtrace export --format` writes.
-pub const FORMATS: &[&str] = &["text", "json", "csv", "series-csv", "hlog", "svg", "png"];
+pub const FORMATS: &[&str] = &[
+    "text",
+    "json",
+    "csv",
+    "series-csv",
+    "hlog",
+    "folded",
+    "svg",
+    "png",
+];
 
 /// Renders recordings in `format`: one, or several for svg and png (the
 /// plots overlay them).
@@ -42,6 +52,7 @@ fn render_one(rec: &Recording, format: &str) -> Result<Vec<u8>> {
         "csv" => csv::metrics(rec).into_bytes(),
         "series-csv" => csv::series(rec).into_bytes(),
         "hlog" => hlog::render(rec)?.into_bytes(),
+        "folded" => folded::render(rec)?.into_bytes(),
         other => anyhow::bail!("unknown format {other}; use one of: {}", FORMATS.join(", ")),
     })
 }

@@ -37,6 +37,7 @@ type Section = fn(&mut String, &RunReport) -> Result;
 const MEASURED: &[Section] = &[
     reclaim::stalls,
     reclaim::top_stallers,
+    reclaim::entries,
     reclaim::orders,
     lru::shrink_inactive,
     lru::priorities,

@@ -6,7 +6,7 @@ use crate::model::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
 use super::{hist::write_hist, names::nonzero_pairs};
-use crate::model::report::{RunReport, StallSplit};
+use crate::model::report::{RunReport, StallSplit, entry_chain};
 
 /// `direct reclaim: ...` and `memcg reclaim: ...`, each with its
 /// histogram of stall times.
@@ -77,6 +77,91 @@ pub(super) fn top_stallers(o: &mut String, report: &RunReport) -> Result {
             t.memcg_stalls,
             fmt_ns(t.memcg_ns)
         )?;
+    }
+    Ok(())
+}
+
+/// The ways in shown in the text (all are in the JSON and the folded
+/// export).
+const ENTRIES_SHOWN: usize = 5;
+
+/// `where reclaim was entered`: the ways in with the most stall time,
+/// each with its share, count, GFP flags and order, and its callers from
+/// the allocation up to the system call or fault.
+pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
+    let Some(e) = &report.reclaim_entries else {
+        return Ok(());
+    };
+    if e.paths.is_empty() && e.stacks_lost == 0 && e.table_full == 0 {
+        return Ok(());
+    }
+    let total = e.total_ns();
+    writeln!(o)?;
+    writeln!(
+        o,
+        "where reclaim was entered (of {} stalled)",
+        fmt_ns(total)
+    )?;
+    for p in e.paths.iter().take(ENTRIES_SHOWN) {
+        let share = if total == 0 {
+            0.0
+        } else {
+            100.0 * p.stall_ns as f64 / total as f64
+        };
+        // memcg reclaim's tracepoint gives order 0 whatever the charge.
+        let order = if p.context == "memcg" {
+            String::new()
+        } else {
+            format!(" order {}", p.order)
+        };
+        let head = format!(
+            "  {share:5.1}% {:>7} {:>6}x {}",
+            fmt_ns(p.stall_ns),
+            p.count,
+            p.context
+        );
+        write_indented(o, "", &format!("{head} {}{order}", p.gfp_names))?;
+        write_indented(o, "      ", &entry_chain(&p.frames))?;
+    }
+    if e.paths.len() > ENTRIES_SHOWN {
+        writeln!(
+            o,
+            "  ... {} more (all in --json and `export --format folded`)",
+            e.paths.len() - ENTRIES_SHOWN
+        )?;
+    }
+    if e.stacks_lost > 0 || e.table_full > 0 {
+        write_wrapped(
+            o,
+            &format!(
+                "warning: {} reclaims without their stack (stack map \
+                 collision), {} in no row (table full)",
+                e.stacks_lost, e.table_full
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// `text` wrapped at 72 columns, each line after `indent`, breaking
+/// only at spaces (runs of spaces in the first line are kept).
+fn write_indented(o: &mut String, indent: &str, text: &str) -> Result {
+    if indent.len() + text.len() <= 72 {
+        return writeln!(o, "{indent}{text}");
+    }
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && indent.len() + line.len() + 1 + word.len() > 72 {
+            writeln!(o, "{indent}{line}")?;
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        writeln!(o, "{indent}{line}")?;
     }
     Ok(())
 }

@@ -1,0 +1,136 @@
+//! `export --format folded`: where reclaim was entered, as folded
+//! stacks weighted by stall time (one line per way in: frames from the
+//! outermost caller to the reclaim function, then the GFP flags and
+//! order as a last frame, then microseconds stalled), the input of
+//! flamegraph.pl, inferno-flamegraph and speedscope as it is. The runs
+//! of a recording are added together.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+
+use crate::model::recording::Recording;
+
+/// The folded lines of `rec`'s reclaim entries, heaviest first.
+pub fn render(rec: &Recording) -> Result<String> {
+    let mut weights: BTreeMap<String, u64> = BTreeMap::new();
+    let mut any = false;
+    for run in &rec.runs {
+        let Some(e) = &run.report.reclaim_entries else {
+            continue;
+        };
+        any = true;
+        for p in &e.paths {
+            let mut frames: Vec<String> = vec![format!("{}_reclaim", frame(&p.context))];
+            if p.frames.is_empty() {
+                frames.push("[stack not kept]".into());
+            }
+            frames.extend(p.frames.iter().rev().map(|f| frame(f)));
+            let order = if p.context == "memcg" {
+                String::new()
+            } else {
+                format!(" order {}", p.order)
+            };
+            frames.push(format!("[{}{order}]", frame(&p.gfp_names)));
+            *weights.entry(frames.join(";")).or_default() += p.stall_ns / 1000;
+        }
+    }
+    if !any {
+        bail!(
+            "this recording has no reclaim entry stacks (recorded with \
+             --no-stacks, on a kernel without the reclaim tracepoints, or \
+             by a vmtrace before 0.1 kept them); record it again without \
+             --no-stacks"
+        );
+    }
+    let mut lines: Vec<(String, u64)> = weights.into_iter().filter(|(_, w)| *w > 0).collect();
+    lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(lines
+        .into_iter()
+        .map(|(stack, w)| format!("{stack} {w}\n"))
+        .collect())
+}
+
+/// A frame that cannot break the format: `;` separates frames and a
+/// line ends the stack, so both (and any control character) become `_`.
+fn frame(name: &str) -> String {
+    name.chars()
+        .map(|c| if c == ';' || c.is_control() { '_' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::report::{EntryPath, ReclaimEntries};
+
+    fn recording(paths: Vec<EntryPath>) -> Recording {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
+        let mut rec = Recording::read(&path).expect("corpus recording");
+        for run in &mut rec.runs {
+            run.report.reclaim_entries = Some(ReclaimEntries {
+                paths: paths.clone(),
+                ..Default::default()
+            });
+        }
+        rec
+    }
+
+    fn path(frames: &[&str], stall_ns: u64) -> EntryPath {
+        EntryPath {
+            context: "memcg".into(),
+            frames: frames.iter().map(|s| s.to_string()).collect(),
+            gfp: 0xcc0,
+            gfp_names: "GFP_KERNEL".into(),
+            order: 0,
+            count: 1,
+            stall_ns,
+        }
+    }
+
+    #[test]
+    fn frames_run_from_the_outermost_caller_weighted_in_microseconds() {
+        let rec = recording(vec![
+            path(
+                &[
+                    "try_to_free_mem_cgroup_pages",
+                    "do_anonymous_page",
+                    "exc_page_fault",
+                ],
+                3_000_500,
+            ),
+            path(
+                &["try_to_free_mem_cgroup_pages", "filemap_fault;x\n"],
+                5_000_000,
+            ),
+        ]);
+        let text = render(&rec).expect("folded");
+        let runs = rec.runs.len() as u64;
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "memcg_reclaim;filemap_fault_x_;try_to_free_mem_cgroup_pages;[GFP_KERNEL] {}",
+                    5000 * runs
+                ),
+                format!(
+                    "memcg_reclaim;exc_page_fault;do_anonymous_page;\
+                     try_to_free_mem_cgroup_pages;[GFP_KERNEL] {}",
+                    3000 * runs
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_recording_without_stacks_says_how_to_get_them() {
+        let mut rec = recording(Vec::new());
+        for run in &mut rec.runs {
+            run.report.reclaim_entries = None;
+        }
+        let e = render(&rec).expect_err("no stacks");
+        assert!(format!("{e}").contains("--no-stacks"), "{e}");
+    }
+}
