@@ -95,11 +95,16 @@ pub const TRACEPOINTS: &[&str] = &[
 /// names its program (a unit test holds the two together).
 pub const BPFTRACE_SCRIPT: &str = r#"
 tracepoint:vmscan:mm_vmscan_direct_reclaim_begin,
-tracepoint:vmscan:mm_vmscan_memcg_reclaim_begin { @start[tid] = nsecs; }
+tracepoint:vmscan:mm_vmscan_memcg_reclaim_begin {
+  @start[tid] = nsecs; @stack[tid] = kstack; @gfp[tid] = args->gfp_flags; }
 tracepoint:vmscan:mm_vmscan_direct_reclaim_end /@start[tid]/ {
-  @direct_reclaim_ns = hist(nsecs - @start[tid]); delete(@start[tid]); }
+  @direct_reclaim_ns = hist(nsecs - @start[tid]);
+  @entries[@stack[tid], @gfp[tid]] = sum(nsecs - @start[tid]);
+  delete(@start[tid]); delete(@stack[tid]); delete(@gfp[tid]); }
 tracepoint:vmscan:mm_vmscan_memcg_reclaim_end /@start[tid]/ {
-  @memcg_reclaim_ns = hist(nsecs - @start[tid]); delete(@start[tid]); }
+  @memcg_reclaim_ns = hist(nsecs - @start[tid]);
+  @entries[@stack[tid], @gfp[tid]] = sum(nsecs - @start[tid]);
+  delete(@start[tid]); delete(@stack[tid]); delete(@gfp[tid]); }
 tracepoint:vmscan:mm_vmscan_lru_shrink_inactive {
   @scanned[args->nid] = sum(args->nr_scanned);
   @reclaimed[args->nid] = sum(args->nr_reclaimed); }
