@@ -119,14 +119,23 @@ pub fn read_mountinfo() -> std::io::Result<String> {
     std::fs::read_to_string("/proc/self/mountinfo")
 }
 
-/// /proc/kallsyms (`kernel::kallsyms` parses it), at most 256 MiB (a
-/// distribution kernel with its modules has ~6 MB).
-pub fn read_kallsyms() -> std::io::Result<String> {
-    use std::io::Read as _;
+/// /proc/kallsyms, open. Whether it shows addresses is decided when it
+/// is opened, by the opener's privileges (kallsyms_open:
+/// kallsyms_show_value(file->f_cred)), so it is opened while vmtrace
+/// has them and read later (`read_kallsyms`).
+pub fn open_kallsyms() -> std::io::Result<std::fs::File> {
+    std::fs::File::open("/proc/kallsyms")
+}
+
+/// The text of kallsyms open as `file` (`kernel::kallsyms` parses it),
+/// from its start, at most 256 MiB (a distribution kernel with its
+/// modules has ~6 MB): modules loaded since the open are in it.
+pub fn read_kallsyms(file: &std::fs::File) -> std::io::Result<String> {
+    use std::io::{Read as _, Seek as _};
+    let mut f = file;
+    f.seek(std::io::SeekFrom::Start(0))?;
     let mut text = String::new();
-    std::fs::File::open("/proc/kallsyms")?
-        .take(256 << 20)
-        .read_to_string(&mut text)?;
+    f.take(256 << 20).read_to_string(&mut text)?;
     Ok(text)
 }
 

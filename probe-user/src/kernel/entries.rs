@@ -36,10 +36,13 @@ pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ReclaimEntr
         AyaHashMap::try_from(map(names::RECLAIM_ENTRIES)?)?;
     let cells: Vec<(EntryKey, EntryCell)> = cells.iter().flatten().collect();
     let stacks = StackTraceMap::try_from(map(names::ENTRY_STACKS)?)?;
-    let symbols = if cells.is_empty() {
-        Kallsyms::default()
-    } else {
-        Kallsyms::read()?
+    // Unreadable symbols leave the frames in hex: never a lost window.
+    let symbols = match &probes.kallsyms {
+        Some(file) if !cells.is_empty() => Kallsyms::read(file).unwrap_or_else(|e| {
+            eprintln!("vmtrace: notice: reclaim entry stacks left in hex: {e:#}");
+            Kallsyms::default()
+        }),
+        _ => Kallsyms::default(),
     };
     let frames = |id: i32| -> Vec<String> {
         let Ok(id) = u32::try_from(id) else {

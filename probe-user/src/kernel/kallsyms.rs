@@ -19,9 +19,10 @@ pub struct Kallsyms {
 }
 
 impl Kallsyms {
-    /// The running kernel's symbols.
-    pub fn read() -> Result<Kallsyms> {
-        let text = crate::host::proc::read_kallsyms()
+    /// The running kernel's symbols, from kallsyms opened as `file`
+    /// (`host::proc::open_kallsyms`, while vmtrace had its privileges).
+    pub fn read(file: &std::fs::File) -> Result<Kallsyms> {
+        let text = crate::host::proc::read_kallsyms(file)
             .context("cannot read the kernel symbols (kallsyms)")?;
         let syms = Kallsyms::parse(&text);
         if syms.symbols.is_empty() {

@@ -44,6 +44,10 @@ pub struct Probes {
     /// The OOM victim ring buffer, and what has been read from it.
     oom: Option<RingBuf<MapData>>,
     pub oom_victims: Vec<OomVictim>,
+    /// /proc/kallsyms, opened at attach for `reclaim_entries`: the kernel
+    /// decides at open whether it shows addresses (the opener's
+    /// privileges), and `attach` gives some up before it reads the maps.
+    pub kallsyms: Option<std::fs::File>,
 }
 
 impl Probes {
@@ -281,6 +285,11 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         }
     }
     plan.enabled = enabled;
+    let kallsyms = if plan.is_enabled(MetricId::ReclaimEntries) {
+        Some(crate::host::proc::open_kallsyms().context("cannot open the kernel symbols")?)
+    } else {
+        None
+    };
     Ok(Probes {
         ebpf,
         plan,
@@ -288,6 +297,7 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         logger,
         oom,
         oom_victims: Vec::new(),
+        kallsyms,
     })
 }
 
