@@ -13,7 +13,7 @@ fn main() {
             None => e.exit(),
             Some(line) => {
                 eprintln!("vmtrace: error: {line}");
-                std::process::exit(2);
+                std::process::exit(vmtrace::cli::exit::FAILED);
             }
         },
     };
@@ -26,11 +26,9 @@ fn main() {
                 "vmtrace: error: {}",
                 vmtrace::model::format::printable(&line)
             );
-            // A stop signal that ended a lock wait exits as the signal would.
-            let code = e
-                .downcast_ref::<vmtrace::host::lock::Interrupted>()
-                .map_or(1, |i| 128 + i.signal);
-            std::process::exit(code);
+            // 125-127 and 128 + N (cli/exit.rs): never a code the
+            // command could have exited with.
+            std::process::exit(vmtrace::cli::exit::code_of(&e));
         }
     }
 }

@@ -79,7 +79,7 @@ fn broken_recordings_give_one_line_errors() {
         ] {
             let out = vmtrace(&args);
             let err = text(&out.stderr);
-            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
             assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
             assert!(
                 err.starts_with(&format!("vmtrace: error: {p}: ")) && err.contains(want),
@@ -89,7 +89,7 @@ fn broken_recordings_give_one_line_errors() {
         }
     }
     let out = vmtrace(&["report", "/nonexistent/x.vmtrace.json"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(125));
     assert!(text(&out.stderr).contains("cannot read /nonexistent/x.vmtrace.json"));
 }
 
@@ -246,7 +246,7 @@ fn a_recordings_control_characters_are_escaped_everywhere() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = vmtrace(&args);
         let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err:?}");
         assert_eq!(controls(&err), vec![], "{args:?}: {err:?}");
         assert!(err.contains(&want), "{args:?}: {err:?} lacks {want:?}");

@@ -62,20 +62,27 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             json,
             format,
             svg,
+            flamegraph,
             force,
+            fail_if,
         } => views::compare_command(
             &files,
             &label,
             detail,
             if json { "json" } else { format.as_str() },
-            svg.as_deref(),
+            views::Drawings {
+                svg: svg.as_deref(),
+                flamegraph: flamegraph.as_deref(),
+            },
             force,
+            fail_if,
         ),
         Commands::Export {
             files,
             format,
             output,
-        } => views::export_command(&files, &format, output.as_deref()),
+            redact,
+        } => views::export_command(&files, &format, output.as_deref(), redact),
         Commands::Probes { json } => probes_command(json),
         Commands::Generate { kind, command } => {
             let mut out = std::io::stdout().lock();

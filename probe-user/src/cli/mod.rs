@@ -7,6 +7,7 @@
 
 mod argv;
 mod dispatch;
+pub mod exit;
 mod generate;
 mod views;
 
@@ -61,7 +62,9 @@ configuration N times and ends with the seed mails' table (elapsed per run, mean
 stddev, min, max).\n\n\
 Ctrl-C (or SIGTERM/SIGHUP) is passed to the command and the report is still \
 printed; a second one kills the command. vmtrace exits with the command's exit \
-status (128+N if signal N killed it).",
+status (128+N if signal N killed it); its own failures exit 125, a command that \
+cannot be started 126, one not found 127 (as GNU env; `git bisect run` skips \
+125).",
         after_help = "Examples:\n  \
 sudo vmtrace run qsbench\n  \
 sudo vmtrace run qsbench -n 90000000 -p 1 -s 140175100 --mem 256M --swap 400M --repeat 3\n  \
@@ -170,7 +173,8 @@ about.",
         after_help = "Examples:\n  \
 vmtrace compare old-*.vmtrace.json --vs new-*.vmtrace.json\n  \
 vmtrace compare a.vmtrace.json --vs b.vmtrace.json --label 6.1 --label 6.12 --detail\n  \
-vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json"
+vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json\n  \
+vmtrace compare good*.json --vs new*.json --fail-if slower:5 || echo slower"
     )]
     Compare {
         /// Recordings: group A (the baseline), then `--vs` and the
@@ -194,9 +198,20 @@ vmtrace compare a*.json --vs b*.json --svg latency.svg --json > cmp.json"
         /// (or PNG, when PATH ends in .png)
         #[arg(long, value_name = "PATH")]
         svg: Option<PathBuf>,
+        /// Also write where reclaim was entered, B against A, as a
+        /// differential flame graph (SVG: widths B's, red more stall
+        /// time than A, blue less)
+        #[arg(long, value_name = "PATH")]
+        flamegraph: Option<PathBuf>,
         /// Compare recordings of different workloads anyway
         #[arg(long)]
         force: bool,
+        /// Exit 1 when a group is significantly slower than A (by at
+        /// least PCT% of A's elapsed time, when given), else 0: a CI gate,
+        /// or a `git bisect run` step (vmtrace's own failures exit 125,
+        /// which bisect skips)
+        #[arg(long, value_name = "slower[:PCT]", value_parser = parse_fail_if)]
+        fail_if: Option<f64>,
     },
     /// Convert a recording for mail, plots, spreadsheets or HdrHistogram tools
     #[command(
@@ -209,6 +224,7 @@ hlog        HdrHistogram interval log (format 1.3): one tag per histogram, one\n
 interval per time-series step, plus <tag>.whole_run for the whole run\n  \
 folded      where reclaim was entered, as folded stacks weighted by stall\n              \
 microseconds (flamegraph.pl, inferno-flamegraph, speedscope)\n  \
+flamegraph  the same ways in drawn as a flame graph (SVG)\n  \
 svg         plots: latency percentiles (every run of every FILE overlaid) and\n              \
 pressure over time (scan/reclaim, swap, free pages vs watermarks)\n  \
 png         the same plots as a PNG image (-o FILE.png)\n\n\
@@ -229,6 +245,11 @@ vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
         /// Write to PATH instead of stdout
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
+        /// For a mailing list: leave out the host name and every boot
+        /// parameter but those of memory management (mem=,
+        /// transparent_hugepage=, zswap.*, numa=, ...)
+        #[arg(long)]
+        redact: bool,
     },
     /// Print a man page or a shell's completion script, generated from
     /// these very options
@@ -550,6 +571,22 @@ fn parse_sysctl(text: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.trim().to_string()))
 }
 
+/// `compare --fail-if slower[:PCT]`: the least slowdown that fails, in
+/// percent of the baseline's elapsed time (0 without PCT).
+fn parse_fail_if(text: &str) -> Result<f64, String> {
+    let usage =
+        || format!("--fail-if {text}: use slower, or slower:PCT with PCT a percentage like 5");
+    let pct = match text.trim().split_once(':') {
+        None if text.trim() == "slower" => return Ok(0.0),
+        Some(("slower", pct)) => pct.trim().trim_end_matches('%'),
+        _ => return Err(usage()),
+    };
+    match pct.parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(usage()),
+    }
+}
+
 /// A sampling interval: at least 10 ms, at most an hour.
 fn parse_interval(text: &str) -> Result<f64, String> {
     let v: f64 = text
@@ -562,4 +599,20 @@ fn parse_interval(text: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_fail_if;
+
+    #[test]
+    fn fail_if_takes_slower_and_a_percentage() {
+        assert_eq!(parse_fail_if("slower"), Ok(0.0));
+        assert_eq!(parse_fail_if("slower:5"), Ok(5.0));
+        assert_eq!(parse_fail_if("slower:2.5%"), Ok(2.5));
+        for bad in ["faster", "slower:", "slower:x", "slower:-1", "slow:5"] {
+            let e = parse_fail_if(bad).expect_err(bad);
+            assert!(e.contains("slower:PCT"), "{e}");
+        }
+    }
 }

@@ -58,8 +58,9 @@ pub(super) fn compare_command(
     labels: &[String],
     detail: bool,
     format: &str,
-    svg: Option<&Path>,
+    drawings: Drawings,
     force: bool,
+    fail_if: Option<f64>,
 ) -> Result<i32> {
     let groups = compare_groups(args, labels)?;
     let recordings: Vec<Vec<Recording>> =
@@ -75,7 +76,7 @@ pub(super) fn compare_command(
         })
         .collect();
     let (columns, skipped) = crate::analysis::sweep::compare_columns(&inputs, force)?;
-    if let Some(path) = svg {
+    if let Some(path) = drawings.svg {
         if columns.len() > 1 {
             eprintln!(
                 "vmtrace: --svg plots the first sweep value ({}) only",
@@ -83,6 +84,9 @@ pub(super) fn compare_command(
             );
         }
         write_plots(path, &columns[0].comparison, &inputs)?;
+    }
+    if let Some(path) = drawings.flamegraph {
+        write_flamegraph(path, &columns[0].comparison)?;
     }
     // Labels, workloads and machines' names come from the recordings.
     let text = || {
@@ -100,7 +104,18 @@ pub(super) fn compare_command(
         }
         _ => print!("{}", text()),
     }
-    Ok(0)
+    let slower = |c: &crate::analysis::sweep::Column| {
+        c.comparison.versus.iter().any(|v| {
+            v.verdict == crate::analysis::Verdict::Slower
+                && v.elapsed
+                    .and_then(|e| e.pct)
+                    .is_some_and(|p| p >= fail_if.unwrap_or(0.0))
+        })
+    };
+    Ok(match fail_if {
+        Some(_) if columns.iter().any(slower) => super::exit::CONDITION_MET,
+        _ => 0,
+    })
 }
 
 /// The recordings of each group: A before the first `--vs`, then one
@@ -137,6 +152,48 @@ fn compare_groups(args: &[String], labels: &[String]) -> Result<Vec<Vec<PathBuf>
 
 /// `compare --svg PATH`: the groups' latency plots, as SVG, or as PNG
 /// when PATH ends in .png.
+/// What `compare` draws besides its text.
+pub(super) struct Drawings<'a> {
+    /// `--svg`: the latency distributions.
+    pub svg: Option<&'a Path>,
+    /// `--flamegraph`: where reclaim was entered, B against A.
+    pub flamegraph: Option<&'a Path>,
+}
+
+/// `compare --flamegraph`: the ways in of B against A, differential.
+fn write_flamegraph(path: &Path, cmp: &Comparison) -> Result<()> {
+    check_writable(path)?;
+    let mean = |d: Option<crate::analysis::stats::Describe>| d.map_or(0.0, |d| d.mean);
+    let ways: Vec<(String, Vec<String>, f64, f64)> = cmp
+        .entries
+        .iter()
+        .map(|r| {
+            let b = r.groups.get(1).copied().flatten();
+            (
+                r.context.clone(),
+                r.frames.clone(),
+                mean(r.groups[0]),
+                mean(b),
+            )
+        })
+        .collect();
+    let label = |i: usize| cmp.groups.get(i).map_or("?", |g| g.label.as_str());
+    let title = format!(
+        "where reclaim was entered: {} vs {} (us stalled per run)",
+        label(1),
+        label(0)
+    );
+    let svg = crate::view::export::folded::differential(&ways, &title)?;
+    crate::host::output::write_atomic(path, svg.as_bytes()).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {}: {e}; choose another path with --flamegraph",
+            path.display()
+        )
+    })?;
+    eprintln!("vmtrace: flame graph written to {}", path.display());
+    Ok(())
+}
+
 fn write_plots(path: &Path, cmp: &Comparison, inputs: &[GroupInput]) -> Result<()> {
     check_writable(path)?;
     let page = crate::view::compare::svg(cmp, inputs);
@@ -163,8 +220,14 @@ pub(super) fn export_command(
     files: &[PathBuf],
     format: &str,
     output: Option<&Path>,
+    redact: bool,
 ) -> Result<i32> {
-    let recordings = read_all(files)?;
+    let mut recordings = read_all(files)?;
+    if redact {
+        for r in &mut recordings {
+            r.environment.redact();
+        }
+    }
     let refs: Vec<&Recording> = recordings.iter().collect();
     let bytes = crate::view::export::render(&refs, format)?;
     match output {

@@ -91,6 +91,32 @@ pub(crate) fn on_path(program: &Path) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
+/// The command could not be started: not found (127) or not
+/// executable (126), the codes a shell gives (`cli::exit`).
+#[derive(Debug)]
+pub struct CannotStart {
+    pub code: i32,
+    message: String,
+}
+
+impl CannotStart {
+    pub fn not_found(message: String) -> CannotStart {
+        CannotStart { code: 127, message }
+    }
+
+    pub fn not_executable(message: String) -> CannotStart {
+        CannotStart { code: 126, message }
+    }
+}
+
+impl std::fmt::Display for CannotStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CannotStart {}
+
 /// A missing command is reported before anything is set up.
 pub fn check_command_exists(program: &OsString) -> Result<()> {
     let p = Path::new(program);
@@ -100,22 +126,22 @@ pub fn check_command_exists(program: &OsString) -> Result<()> {
         on_path(p)
     };
     if !found && p.components().count() > 1 {
-        bail!(
+        bail!(CannotStart::not_found(format!(
             "command `{}` not found; check the name, or give its path",
             p.display()
-        );
+        )));
     }
     if !found {
         let bundled: Vec<&str> = vmtrace_workloads::cli::BUNDLED
             .iter()
             .map(|b| b.name)
             .collect();
-        bail!(
+        bail!(CannotStart::not_found(format!(
             "`{}` is neither a bundled workload ({}) nor a command on PATH; \
              check the name, or give its path",
             p.display(),
             bundled.join(", ")
-        );
+        )));
     }
     Ok(())
 }

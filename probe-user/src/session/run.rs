@@ -22,7 +22,7 @@ use crate::{
     model::report::{BoxReport, CollectorCost, Exit, RunReport, Usage},
     session::bundled::resolve_bundled,
     session::interrupt::{Signals, runtime_with_signals},
-    session::preflight,
+    session::preflight::{self, CannotStart},
     session::progress::Progress,
     session::run_options::RunOptions,
     session::tracer::{Tracer, Watch, Window},
@@ -273,9 +273,16 @@ fn spawn(
             }
         });
     }
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start `{}`{hint}", command[0].to_string_lossy()))?;
+    let child = cmd.spawn().map_err(|e| {
+        let message = format!("cannot start `{}`: {e}{hint}", command[0].to_string_lossy());
+        match e.kind() {
+            io::ErrorKind::NotFound => anyhow::Error::new(CannotStart::not_found(message)),
+            io::ErrorKind::PermissionDenied => {
+                anyhow::Error::new(CannotStart::not_executable(message))
+            }
+            _ => anyhow!(message),
+        }
+    })?;
     // Reaped by wait4 below (for its rusage), not by std.
     i32::try_from(child.id()).context("child pid")
 }

@@ -374,9 +374,9 @@ fn counters(w: &mut Writer, e: &Exposition) {
         }
     }
     for &(c, v) in &e.counters {
-        let name = format!("vmtrace_{}_total", c.name());
-        w.family(&name, "counter", c.title());
-        w.sample(&name, &[], &v.to_string());
+        let (name, help, value) = in_base_units(c, v);
+        w.family(&name, "counter", &help);
+        w.sample(&name, &[], &value);
     }
     for &(item, v) in &e.vmstat {
         let name = format!("vmtrace_vmstat_{item}_total");
@@ -389,10 +389,64 @@ fn counters(w: &mut Writer, e: &Exposition) {
     }
 }
 
+/// A counter as Prometheus names it: in base units (the naming guide;
+/// `promtool check metrics` refuses abbreviated units), so a time in ns
+/// is exposed in seconds and a count of 512-byte sectors in bytes; its
+/// name, help and value.
+fn in_base_units(c: Counter, v: u64) -> (String, String, String) {
+    let (name, title) = (c.name(), c.title());
+    if let Some(stem) = name.strip_suffix("_ns") {
+        (
+            format!("vmtrace_{stem}_seconds_total"),
+            title
+                .replace("(ns)", "(seconds)")
+                .replace("ns in", "seconds in"),
+            seconds(v),
+        )
+    } else if let Some(stem) = name.strip_suffix("_sectors") {
+        (
+            format!("vmtrace_{stem}_bytes_total"),
+            title.replace("sectors", "bytes"),
+            (v.saturating_mul(512)).to_string(),
+        )
+    } else {
+        (
+            format!("vmtrace_{name}_total"),
+            title.to_string(),
+            v.to_string(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use vmtrace_common::hist::{BUCKETS, bucket_of};
+
+    #[test]
+    fn counters_are_exposed_in_base_units() {
+        let (name, help, value) = in_base_units(Counter::MemcgReclaimNs, 1_500_000_000);
+        assert_eq!(name, "vmtrace_memcg_reclaim_seconds_total");
+        assert_eq!(value, "1.5");
+        assert!(help.contains("(seconds)"), "{help}");
+        let (name, _, value) = in_base_units(Counter::SwapReadSectors, 8);
+        assert_eq!(
+            (name.as_str(), value.as_str()),
+            ("vmtrace_swap_read_bytes_total", "4096")
+        );
+        let (name, _, value) = in_base_units(Counter::MemcgReclaims, 7);
+        assert_eq!(
+            (name.as_str(), value.as_str()),
+            ("vmtrace_memcg_reclaims_total", "7")
+        );
+        for c in Counter::ALL {
+            let (name, _, _) = in_base_units(c, 1);
+            assert!(
+                !name.contains("_ns_") && !name.contains("sectors"),
+                "{name}: not a base unit"
+            );
+        }
+    }
 
     #[test]
     fn seconds_keep_every_digit() {

@@ -371,7 +371,7 @@ fn attach_lines_sigterm_and_bad_targets() {
     ] {
         let out = vmtrace(&args).output().expect("run vmtrace");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(out.status.code(), Some(125), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(want), "{err}");
     }

@@ -44,7 +44,7 @@ fn two_vmtraces_at_once_work_independently() {
         .output()
         .expect("run vmtrace");
     let err = String::from_utf8_lossy(&third.stderr);
-    assert_eq!(third.status.code(), Some(1), "{err}");
+    assert_eq!(third.status.code(), Some(125), "{err}");
     assert!(
         err.trim().lines().count() == 1 && err.contains("another vmtrace"),
         "{err}"

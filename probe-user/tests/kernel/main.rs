@@ -10,6 +10,7 @@
 //! vmtrace, the leftovers guard, vmstat deltas, scratch directories).
 
 mod attach;
+mod bisect;
 mod boxstat;
 mod calibration;
 mod cleanup;

@@ -131,7 +131,7 @@ fn unsupported_kernels_are_refused_or_degrade_by_metric() {
     let dir = fresh_scratch("unsupported");
     let one_line_failure = |out: &Output, want: &str| {
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(out.status.code(), Some(125), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(want), "want {want:?}: {err}");
         assert!(Leftovers::find().is_empty());

@@ -23,7 +23,7 @@ fn refuses_without_privileges_in_one_line() {
         .output()
         .expect("setpriv (util-linux)");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(125), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
 }
@@ -45,7 +45,7 @@ fn missing_command_is_one_line() {
     .output()
     .expect("run vmtrace");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(127), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
         err.contains("/nonexistent/cmd") && err.contains("not found"),
@@ -83,7 +83,7 @@ fn bundled_workload_refuses_a_box_too_small() {
         .output()
         .expect("run vmtrace");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(125), "{err}");
     assert!(err.contains("too small for qsbench"), "{err}");
 }
 
@@ -164,7 +164,7 @@ fn bad_input_is_refused_in_one_line_each() {
         .output()
         .expect("setpriv (util-linux)");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(125), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
         err.contains("without CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN"),

@@ -121,6 +121,38 @@ impl Drop for Killed {
     }
 }
 
+/// `promtool check metrics` (Prometheus's own linter, unpacked by
+/// `cargo xtask setup` beside prometheus) accepts a real scrape: names
+/// in base units, counters ending in `_total`, help on every family.
+fn promtool_accepts(port: u16) {
+    let (status, body) = get(port, "/metrics").expect("a scrape");
+    assert_eq!(status, 200);
+    let promtool = std::env::var_os("VMTRACE_PROMETHEUS")
+        .map(|p| std::path::PathBuf::from(p).with_file_name("promtool"))
+        .unwrap_or_else(|| "promtool".into());
+    let mut child = Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", promtool.display()));
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .expect("scrape to promtool");
+    let out = child.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn prometheus_scrapes_what_the_recording_holds() {
@@ -210,7 +242,8 @@ fn prometheus_scrapes_what_the_recording_holds() {
     let majors = counter("vmtrace_major_faults_target_total");
     let cg_count = counter("sum(vmtrace_cgroup_memcg_reclaim_seconds_count)");
     let cg_sum = query(prom_port, "sum(vmtrace_cgroup_memcg_reclaim_seconds_sum)");
-    let stall_ns = counter("vmtrace_memcg_reclaim_ns_total");
+    let stall_ns = (query(prom_port, "vmtrace_memcg_reclaim_seconds_total") * 1e9).round() as u64;
+    promtool_accepts(vm_port);
     let p99_global = query(
         prom_port,
         "histogram_quantile(0.99, vmtrace_memcg_reclaim_seconds_bucket)",

@@ -346,7 +346,7 @@ fn a_held_lock_times_out_and_sigint_ends_the_wait() {
         let err = stderr(&out);
         let _ = nobody.kill();
         let _ = nobody.wait();
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(out.status.code(), Some(125), "{err}");
         assert!(
             (25.0..45.0).contains(&took.as_secs_f64()),
             "gave up after {took:?}: {err}"

@@ -157,7 +157,71 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Boot parameters `Environment::redact` keeps: those that change
+/// memory management or what vmtrace measures (a name ending in `.` or
+/// `_` is a prefix). The rest (root=, BOOT_IMAGE=, console=, ip=, ...)
+/// name the machine more than the kernel's behaviour.
+const MM_BOOT_PARAMS: &[&str] = &[
+    "mem",
+    "memmap",
+    "movablecore",
+    "kernelcore",
+    "hugepages",
+    "hugepagesz",
+    "default_hugepagesz",
+    "hugetlb_",
+    "transparent_hugepage",
+    "thp_anon",
+    "numa",
+    "numa_balancing",
+    "zswap.",
+    "lru_gen",
+    "cgroup_",
+    "swapaccount",
+    "psi",
+    "delayacct",
+    "page_alloc.",
+    "init_on_alloc",
+    "init_on_free",
+    "cma",
+    "memhp_default_state",
+    "mitigations",
+    "isolcpus",
+    "nohz_full",
+    "maxcpus",
+    "nr_cpus",
+    "vmtrace.",
+];
+
 impl Environment {
+    /// For a recording or report meant for a mailing list (`export
+    /// --redact`): the host name goes, and of the boot command line only
+    /// the parameters of `MM_BOOT_PARAMS` stay, with a count of the rest.
+    pub fn redact(&mut self) {
+        self.hostname = "(redacted)".into();
+        let mut kept = Vec::new();
+        let mut dropped = 0;
+        for param in self.boot_cmdline.split_whitespace() {
+            let key = param.split_once('=').map_or(param, |(k, _)| k);
+            let keep = MM_BOOT_PARAMS.iter().any(|p| {
+                key == *p || ((p.ends_with('.') || p.ends_with('_')) && key.starts_with(p))
+            });
+            if keep {
+                kept.push(param);
+            } else {
+                dropped += 1;
+            }
+        }
+        let mut line = kept.join(" ");
+        if dropped > 0 {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&format!("({dropped} other parameters redacted)"));
+        }
+        self.boot_cmdline = line;
+    }
+
     /// The differences between two machines that make their runs hard to
     /// compare, one line each (empty: comparable).
     pub fn differences(&self, other: &Environment) -> Vec<String> {
@@ -308,6 +372,27 @@ pub fn parse_swaps(text: &str) -> Vec<SwapDevice> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn redacting_keeps_the_memory_parameters_and_drops_the_host() {
+        let mut e = Environment {
+            hostname: "build-17.example.com".into(),
+            boot_cmdline: "BOOT_IMAGE=/vmlinuz root=UUID=1234 ro mem=64M \
+                           transparent_hugepage=never zswap.enabled=1 quiet"
+                .into(),
+            ..Default::default()
+        };
+        e.redact();
+        assert_eq!(e.hostname, "(redacted)");
+        assert_eq!(
+            e.boot_cmdline,
+            "mem=64M transparent_hugepage=never zswap.enabled=1 \
+             (4 other parameters redacted)"
+        );
+        let mut none = Environment::default();
+        none.redact();
+        assert_eq!(none.boot_cmdline, "");
+    }
+
     use super::*;
 
     #[test]

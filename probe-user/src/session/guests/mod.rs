@@ -27,7 +27,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
 use crate::{
     analysis::{GroupInput, sweep},
@@ -181,8 +181,20 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     kernels_table(&merged, &outcomes, &out);
     compare_kernels(&merged, &out);
     eprintln!("vmtrace: everything is in {}", out.display());
+    every_guest_ran(&outcomes)?;
+    Ok(0)
+}
+
+/// A guest that did not boot or bring its recording home is vmtrace's
+/// failure (an error, exit 125: cli/exit.rs), not the command's.
+fn every_guest_ran(outcomes: &[Outcome]) -> Result<()> {
     let failed = outcomes.iter().filter(|o| o.recording.is_none()).count();
-    Ok(i32::from(failed > 0))
+    ensure!(
+        failed == 0,
+        "{failed} of {} guests failed (see above)",
+        outcomes.len()
+    );
+    Ok(())
 }
 
 /// Whether vmtrace was stopped (a guest interrupted, or a signal that

@@ -3,7 +3,9 @@
 //! outermost caller to the reclaim function, then the GFP flags and
 //! order as a last frame, then microseconds stalled), the input of
 //! flamegraph.pl, inferno-flamegraph and speedscope as it is. The runs
-//! of a recording are added together.
+//! of a recording are added together. `--format flamegraph` draws the
+//! same lines as an SVG (inferno), and `differential` draws two groups'
+//! ways in (`compare --flamegraph`).
 
 use std::collections::BTreeMap;
 
@@ -49,6 +51,61 @@ pub fn render(rec: &Recording) -> Result<String> {
         .into_iter()
         .map(|(stack, w)| format!("{stack} {w}\n"))
         .collect())
+}
+
+/// The flame graph SVG of `rec`'s ways in (`export --format flamegraph`).
+pub fn flamegraph(rec: &Recording) -> Result<String> {
+    let folded = render(rec)?;
+    draw(
+        folded.lines(),
+        "where reclaim was entered (us stalled)",
+        false,
+    )
+}
+
+/// A differential flame graph of two groups' ways in (`compare
+/// --flamegraph`): `ways` holds each way's frames (as recorded,
+/// innermost first), its context and its mean stall seconds per run in
+/// the baseline and in the other group. Widths are the other group's;
+/// red is more time there than in the baseline, blue less.
+pub fn differential(ways: &[(String, Vec<String>, f64, f64)], title: &str) -> Result<String> {
+    if ways.is_empty() {
+        bail!(
+            "no recording of either group kept reclaim entry stacks (recorded \
+             with --no-stacks or before vmtrace kept them): no flame graph"
+        );
+    }
+    let lines: Vec<String> = ways
+        .iter()
+        .map(|(context, frames, a, b)| {
+            let mut stack = vec![format!("{}_reclaim", frame(context))];
+            stack.extend(frames.iter().rev().map(|f| frame(f)));
+            let us = |s: f64| (s * 1e6).round().max(0.0) as u64;
+            format!("{} {} {}", stack.join(";"), us(*a), us(*b))
+        })
+        .collect();
+    draw(lines.iter().map(String::as_str), title, true)
+}
+
+/// Runs inferno's flame graph on folded lines.
+fn draw<'a>(
+    lines: impl Iterator<Item = &'a str>,
+    title: &str,
+    differential: bool,
+) -> Result<String> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = "us".to_string();
+    // A way in's frames are kernel functions: the kernel's palette.
+    opts.colors =
+        inferno::flamegraph::Palette::Basic(inferno::flamegraph::color::BasicPalette::Hot);
+    if differential {
+        opts.subtitle = Some("red: more stall time than the baseline, blue: less".into());
+    }
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, lines, &mut svg)
+        .map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
+    String::from_utf8(svg).map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))
 }
 
 /// A frame that cannot break the format: `;` separates frames and a
@@ -122,6 +179,34 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn the_flame_graphs_draw_every_way_in() {
+        let rec = recording(vec![
+            path(
+                &["try_to_free_mem_cgroup_pages", "do_anonymous_page"],
+                3_000_000,
+            ),
+            path(&["try_to_free_mem_cgroup_pages", "filemap_read"], 1_000_000),
+        ]);
+        let svg = flamegraph(&rec).expect("svg");
+        assert!(svg.starts_with("<?xml"), "{}", &svg[..80.min(svg.len())]);
+        for name in ["do_anonymous_page", "filemap_read", "memcg_reclaim"] {
+            assert!(svg.contains(name), "{name} not drawn");
+        }
+        let ways = vec![(
+            "memcg".to_string(),
+            vec![
+                "try_to_free_mem_cgroup_pages".to_string(),
+                "filemap_read".to_string(),
+            ],
+            0.0,
+            0.2,
+        )];
+        let diff = differential(&ways, "B vs A").expect("differential");
+        assert!(diff.contains("filemap_read") && diff.contains("B vs A"));
+        assert!(differential(&[], "x").is_err());
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub const FORMATS: &[&str] = &[
     "series-csv",
     "hlog",
     "folded",
+    "flamegraph",
     "svg",
     "png",
 ];
@@ -53,6 +54,7 @@ fn render_one(rec: &Recording, format: &str) -> Result<Vec<u8>> {
         "series-csv" => csv::series(rec).into_bytes(),
         "hlog" => hlog::render(rec)?.into_bytes(),
         "folded" => folded::render(rec)?.into_bytes(),
+        "flamegraph" => folded::flamegraph(rec)?.into_bytes(),
         other => anyhow::bail!("unknown format {other}; use one of: {}", FORMATS.join(", ")),
     })
 }
