@@ -260,10 +260,10 @@ fn open_fds() -> usize {
 fn attach_detach_100_times_leaks_nothing() {
     use vmtrace_common::Target;
     let _g = guard();
-    let mut busy = Command::new("sh")
-        .args(["-c", "while :; do :; done"])
-        .spawn()
-        .expect("busy process");
+    let mut busy = Command::new("sh");
+    busy.args(["-c", "while :; do :; done"]);
+    crate::common::die_with_parent(&mut busy);
+    let mut busy = busy.spawn().expect("busy process");
     // The first attach warms up what lives for the process (the log
     // channel, the runtime of aya): counted after it.
     let target = Target {

@@ -66,7 +66,8 @@ fn run(dir: &Path, name: &str, box_mib: u32, blkio: Option<&Path>) -> PathBuf {
 }
 
 /// Two CPU-bound loops, one pinned to each of CPUs 0 and 1; killed on
-/// drop.
+/// drop, and by the kernel when the test's thread dies (a suite killed
+/// mid-run once left them spinning under the runs that followed).
 struct Hogs(Vec<Child>);
 
 impl Hogs {
@@ -75,10 +76,10 @@ impl Hogs {
             ["0", "1"]
                 .iter()
                 .map(|cpu| {
-                    Command::new("taskset")
-                        .args(["-c", cpu, "sh", "-c", "while :; do :; done"])
-                        .spawn()
-                        .expect("taskset (util-linux)")
+                    let mut c = Command::new("taskset");
+                    c.args(["-c", cpu, "sh", "-c", "while :; do :; done"]);
+                    crate::common::die_with_parent(&mut c);
+                    c.spawn().expect("taskset (util-linux)")
                 })
                 .collect(),
         )

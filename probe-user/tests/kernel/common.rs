@@ -163,6 +163,23 @@ pub fn fresh_scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// The child gets SIGKILL when the thread that started it dies
+/// (PR_SET_PDEATHSIG): a load a test starts beside its runs never
+/// outlives a killed suite.
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl is async-signal-safe; it runs in the child between
+    // fork and exec and allocates nothing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+}
+
 pub fn vmtrace(args: &[&str]) -> Command {
     let mut c = Command::new(VMTRACE);
     // Run as whoever runs the tests (root), even under sudo: the

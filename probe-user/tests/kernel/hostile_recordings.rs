@@ -107,7 +107,7 @@ fn assert_refused(o: &Outcome, file: &Path, want: &str) {
         o.peak_rss as f64 / MIB as f64,
         o.stderr.trim_end()
     );
-    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert_eq!(o.code, Some(125), "{}", o.stderr);
     assert_eq!(o.stderr.lines().count(), 1, "not one line: {}", o.stderr);
     assert!(
         o.stderr.contains(&*file.to_string_lossy()) && o.stderr.contains(want),

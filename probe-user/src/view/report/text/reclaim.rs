@@ -143,14 +143,17 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
     Ok(())
 }
 
-/// `text` wrapped at 72 columns, each line after `indent`, breaking
-/// only at spaces (runs of spaces in the first line are kept).
+/// `text` wrapped at 72 columns, each line after `indent`, breaking at
+/// spaces; a word wider than a line (a long GFP flag list, a name from a
+/// hostile recording) breaks after a `|`, or else anywhere.
 fn write_indented(o: &mut String, indent: &str, text: &str) -> Result {
     if indent.len() + text.len() <= 72 {
         return writeln!(o, "{indent}{text}");
     }
+    let width = 72 - indent.len();
     let mut line = String::new();
-    for word in text.split(' ') {
+    for word in text.split(' ').flat_map(|w| pieces(w, width)) {
+        let word = word.as_str();
         if !line.is_empty() && indent.len() + line.len() + 1 + word.len() > 72 {
             writeln!(o, "{indent}{line}")?;
             line.clear();
@@ -164,6 +167,26 @@ fn write_indented(o: &mut String, indent: &str, text: &str) -> Result {
         writeln!(o, "{indent}{line}")?;
     }
     Ok(())
+}
+
+/// `word` in pieces of at most `width` characters: after a `|` where it
+/// has one, else at the width.
+fn pieces(word: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut piece = String::new();
+    for part in word.split_inclusive('|') {
+        if !piece.is_empty() && piece.chars().count() + part.chars().count() > width {
+            out.push(std::mem::take(&mut piece));
+        }
+        piece.push_str(part);
+        while piece.chars().count() > width {
+            let rest: String = piece.chars().skip(width).collect();
+            piece = piece.chars().take(width).collect();
+            out.push(std::mem::replace(&mut piece, rest));
+        }
+    }
+    out.push(piece);
+    out
 }
 
 /// `<context> reclaims by allocation order: 11+:1 0:5` per context. Not
@@ -267,6 +290,20 @@ pub(super) fn slab_shrink(o: &mut String, report: &RunReport) -> Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_flag_lists_and_names_fit_72_columns() {
+        let gfp = "GFP_NOFS|__GFP_HIGHMEM|__GFP_MOVABLE|__GFP_NOWARN|__GFP_NORETRY|__GFP_HARDWALL";
+        let mut o = String::new();
+        write_indented(&mut o, "", &format!("   0.4%   2.0ms     46x memcg {gfp}")).unwrap();
+        write_indented(&mut o, "      ", &"y".repeat(200)).unwrap();
+        for l in o.lines() {
+            assert!(l.len() <= 72, "{l:?}");
+        }
+        assert!(o.contains("__GFP_NOWARN|"), "{o}");
+        assert_eq!(o.matches('y').count(), 200);
+    }
+
     use crate::model::{histogram::summarize, report::ThrottleReport};
     use vmtrace_common::hist::{BUCKETS, bucket_of};
 
