@@ -75,6 +75,20 @@ pub fn entry_gfp(r: &Value, context: &str) -> BTreeMap<String, u64> {
     seen
 }
 
+/// `dir/big.data`, `mib` MiB written around the page cache (O_DIRECT):
+/// a read in a box must bring it in, charged to the box.
+fn uncached_file(dir: &std::path::Path, mib: u32) -> std::path::PathBuf {
+    let file = dir.join("big.data");
+    let st = std::process::Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M", "oflag=direct"])
+        .arg(format!("count={mib}"))
+        .arg(format!("of={}", file.display()))
+        .status()
+        .expect("dd");
+    assert!(st.success());
+    file
+}
+
 fn frames(p: &Value) -> Vec<&str> {
     p["frames"]
         .as_array()
@@ -95,15 +109,7 @@ fn frames(p: &Value) -> Vec<&str> {
 fn ways_in_match_the_tracepoints_own_output_and_the_read_path() {
     let _g = guard();
     let dir = fresh_scratch("entries");
-    let file = dir.join("big.data");
-    // Written around the page cache (O_DIRECT): the read must bring it
-    // in, charged to the box.
-    let st = std::process::Command::new("dd")
-        .args(["if=/dev/zero", "bs=1M", "count=192", "oflag=direct"])
-        .arg(format!("of={}", file.display()))
-        .status()
-        .expect("dd");
-    assert!(st.success());
+    let file = uncached_file(&dir, 192);
     let trace = dir.join("trace.txt");
     // The read first: the hog's exit then leaves the box nearly empty
     // for the write of the trace (`traced_job`).
@@ -234,13 +240,7 @@ fn flame_graph_of(folded: &str, dir: &std::path::Path) {
 fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     let _g = guard();
     let dir = fresh_scratch("entries-compare");
-    let file = dir.join("big.data");
-    let st = std::process::Command::new("dd")
-        .args(["if=/dev/zero", "bs=1M", "count=128", "oflag=direct"])
-        .arg(format!("of={}", file.display()))
-        .status()
-        .expect("dd");
-    assert!(st.success());
+    let file = uncached_file(&dir, 128);
     let hog = format!("{} --mib 160 --passes 1", memhog().display());
     // B reads the file over and over while the hog runs, so that the
     // reads overlap the hog alike in every run; the file leaves the page
