@@ -96,7 +96,8 @@ impl Drop for Hogs {
 }
 
 /// A v1 blkio cgroup throttling reads and writes of the device under
-/// `dir` (where the swapfile goes) to `bps`; removed on drop.
+/// `dir` (where the swapfile goes) to `bps`; removed on drop, and by the
+/// next calibration when a killed suite left it (its pid gone).
 struct SlowDevice(PathBuf);
 
 impl SlowDevice {
@@ -108,6 +109,16 @@ impl SlowDevice {
             "no cgroup v1 blkio hierarchy at {}",
             root.display()
         );
+        for stale in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = stale.file_name().to_string_lossy().into_owned();
+            let dead = name
+                .strip_prefix("vmtrace-calibration-")
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists());
+            if dead {
+                let _ = std::fs::remove_dir(stale.path());
+            }
+        }
         let cg = root.join(format!("vmtrace-calibration-{}", std::process::id()));
         std::fs::create_dir(&cg).expect("create blkio cgroup");
         let dev = std::fs::metadata(dir).expect("stat swap dir").dev();
