@@ -41,8 +41,8 @@ pub fn render(rec: &Recording) -> Result<String> {
         bail!(
             "this recording has no reclaim entry stacks (recorded with \
              --no-stacks, on a kernel without the reclaim tracepoints, or \
-             by a vmtrace before 0.1 kept them); record it again without \
-             --no-stacks"
+             by a vmtrace that did not keep them yet); record it again \
+             without --no-stacks"
         );
     }
     let mut lines: Vec<(String, u64)> = weights.into_iter().filter(|(_, w)| *w > 0).collect();
@@ -192,6 +192,10 @@ mod tests {
         ]);
         let svg = flamegraph(&rec).expect("svg");
         assert!(svg.starts_with("<?xml"), "{}", &svg[..80.min(svg.len())]);
+        // A frame from a hostile recording is text, never markup.
+        let hostile = recording(vec![path(&["f", "<script>x</script>"], 1_000_000)]);
+        let drawn = flamegraph(&hostile).expect("svg");
+        assert!(!drawn.contains("<script>x"), "a frame became markup");
         for name in ["do_anonymous_page", "filemap_read", "memcg_reclaim"] {
             assert!(svg.contains(name), "{name} not drawn");
         }
