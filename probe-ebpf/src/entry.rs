@@ -77,6 +77,10 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field, gfp: Fi
         count(Counter::SpanStartDropped, 1);
         return;
     };
+    // Stamped before the stack is taken: the unwind (microseconds, more
+    // on a busy machine) is vmtrace's cost, not the stall's, and the
+    // reclaim pair's own begin stamps before it too.
+    let start_ns = now_ns();
     // Kernel stack, no frames skipped: a tracepoint program's stack
     // starts at the function that holds the tracepoint.
     let stack_id = match ctx.get_stackid(&ENTRY_STACKS, 0) {
@@ -91,7 +95,7 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field, gfp: Fi
     e.context = context as u32;
     e.gfp = tracepoint_field(ctx, gfp) as u32;
     e.order = tracepoint_field(ctx, order) as u32;
-    e.start_ns = now_ns();
+    e.start_ns = start_ns;
 }
 
 #[inline(always)]

@@ -234,7 +234,8 @@ fn flame_graph_of(folded: &str, dir: &std::path::Path) {
 /// stall as long), in interleaved rounds A, B, A'. B against A names a way in
 /// through vfs_read as the way that moved most (the hog's own anonymous
 /// faults, slowed by the reader, may move too: seen +122 ms beside the
-/// read's +193 ms); A' against A names none.
+/// read's +193 ms); A' against A names none (or else fresh A/A rounds
+/// do).
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn compare_names_the_file_read_that_moved_and_none_in_aa() {
@@ -283,24 +284,27 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     // Rounds of A, B, A': three, then more (up to six) while the read is
     // not yet the way that moved most. The A/A verdict is not used to
     // stop, so its false-alarm rate stays what compare's rules give.
+    let run = |name: &str, job: &str| {
+        let path = dir.join(name);
+        let out = vmtrace(&["run", "-q", "--mem", "96M", "--swap", "1G", "-o"])
+            .arg(&path)
+            .args(["--", "sh", "-c", job])
+            .output()
+            .expect("run vmtrace");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        path
+    };
     let (mut a, mut b, mut a2) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..6 {
         for (k, (job, group)) in [(&hog, &mut a), (&read, &mut b), (&hog, &mut a2)]
             .into_iter()
             .enumerate()
         {
-            let path = dir.join(format!("g{k}-r{round}.vmtrace.json"));
-            let out = vmtrace(&["run", "-q", "--mem", "96M", "--swap", "1G", "-o"])
-                .arg(&path)
-                .args(["--", "sh", "-c", job])
-                .output()
-                .expect("run vmtrace");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            group.push(path);
+            group.push(run(&format!("g{k}-r{round}.vmtrace.json"), job));
         }
         if round >= 2 {
             let ab: Value = serde_json::from_str(&compare(&a, &b, true)).expect("json");
@@ -314,8 +318,8 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     }
     let ab: Value = serde_json::from_str(&compare(&a, &b, true)).expect("json");
     let text = compare(&a, &b, false);
-    eprintln!("{text}");
     let ab_moved = moved(&ab);
+    eprintln!("ways that moved, B vs A: {}", ab_moved.len());
     assert!(
         ab_moved
             .first()
@@ -339,9 +343,27 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     );
     let drawn = std::fs::read_to_string(&svg).expect("flame graph");
     assert!(drawn.contains("vfs_read") && drawn.contains("do_anonymous_page"));
-    let aa: Value = serde_json::from_str(&compare(&a, &a2, true)).expect("json");
-    let aa_text = compare(&a, &a2, false);
-    assert!(moved(&aa).is_empty(), "A/A:\n{aa_text}");
-    assert!(aa_text.contains("no way in moved"), "{aa_text}");
+    // A/A: the ways are tested at a family-wise 5% (Holm), so one A/A
+    // pair in 20 may name a way by design. If this one does, fresh
+    // interleaved A/A rounds must not (both false: 1 in 400; a bias
+    // between A and A' names a way in both).
+    let mut pair = (a, a2);
+    for attempt in 0..2 {
+        let aa: Value = serde_json::from_str(&compare(&pair.0, &pair.1, true)).expect("json");
+        let aa_text = compare(&pair.0, &pair.1, false);
+        if moved(&aa).is_empty() {
+            assert!(aa_text.contains("no way in moved"), "{aa_text}");
+            break;
+        }
+        assert_eq!(attempt, 0, "A/A twice named a way:\n{aa_text}");
+        eprintln!("A/A named a way: fresh A/A rounds decide");
+        pair = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            pair.0
+                .push(run(&format!("aa0-r{round}.vmtrace.json"), &hog));
+            pair.1
+                .push(run(&format!("aa1-r{round}.vmtrace.json"), &hog));
+        }
+    }
     let _ = std::fs::remove_file(&file);
 }
