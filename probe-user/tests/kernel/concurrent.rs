@@ -24,19 +24,27 @@ fn two_vmtraces_at_once_work_independently() {
     let dir = fresh_scratch("two-at-once");
     let delayacct = sysctl_value("kernel.task_delayacct");
     let cluster_before = page_cluster();
-    let start = |file: &str, mib: &str, extra: &[&str]| {
+    let start = |file: &str, mib: &str, passes: &str, extra: &[&str]| {
         let mut opts = vec!["--mem", "96M", "--swap", "512M", "-o", file];
         opts.extend_from_slice(extra);
-        run_memhog(true, &opts, &["--mib", mib, "--passes", "1"])
+        run_memhog(true, &opts, &["--mib", mib, "--passes", passes])
             .current_dir(&dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start vmtrace")
     };
-    let first = start("first.json", "128", &[]);
+    let first = start("first.json", "128", "1", &[]);
     std::thread::sleep(Duration::from_millis(500));
-    let second = start("second.json", "256", &["--sysctl", "vm.page-cluster=0"]);
+    // The second swaps six times as much, so that it still runs well
+    // after the first ends (256 MiB once ended with the first under
+    // CI's load, and the check below caught it restoring its sysctls).
+    let second = start(
+        "second.json",
+        "256",
+        "3",
+        &["--sysctl", "vm.page-cluster=0"],
+    );
     std::thread::sleep(Duration::from_millis(500));
     // A third wants page-cluster 1 while the second holds it at 0.
     let third = run_memhog(false, &["--sysctl", "vm.page-cluster=1"], &["--mib", "1"])
@@ -58,11 +66,16 @@ fn two_vmtraces_at_once_work_independently() {
     );
     // The first is gone, the second still runs: the sysctls it relies on
     // must still be set.
+    // Read first, then make sure the second was running all along: its
+    // recording not yet written (vmtrace restores sysctls after writing
+    // it) and the process not yet gone.
     let mut second = second;
-    let still_running = second.try_wait().expect("poll").is_none();
+    let (held, cluster) = (sysctl_value("kernel.task_delayacct"), page_cluster());
+    let still_running =
+        !dir.join("second.json").exists() && second.try_wait().expect("poll").is_none();
     if still_running {
-        assert_eq!(sysctl_value("kernel.task_delayacct"), "1");
-        assert_eq!(page_cluster(), "0");
+        assert_eq!(held, "1");
+        assert_eq!(cluster, "0");
     }
     let second = second.wait_with_output().expect("second vmtrace");
     assert!(
