@@ -3,7 +3,7 @@
 
 use aya_ebpf::{
     EbpfContext,
-    helpers::generated::bpf_get_current_cgroup_id,
+    helpers::generated::bpf_get_current_ancestor_cgroup_id,
     macros::map,
     maps::{HashMap, PerCpuArray},
     programs::TracePointContext,
@@ -67,8 +67,15 @@ pub fn in_target() -> bool {
     if t.cgroup_id == 0 && t.by_pid == 0 {
         return true;
     }
-    // SAFETY: the helper takes no arguments and cannot fail.
-    if t.cgroup_id != 0 && unsafe { bpf_get_current_cgroup_id() } == t.cgroup_id {
+    // The current task's cgroup's ancestor at the target's level (its
+    // own cgroup when it is that deep; 0 when it is shallower): the
+    // target's whole subtree, in one step (cgroup->ancestors[level]).
+    // Tracing programs have the helper since 5.14.
+    // SAFETY: the helper reads the current task's cgroup; any level is
+    // checked by the kernel.
+    if t.cgroup_id != 0
+        && unsafe { bpf_get_current_ancestor_cgroup_id(t.cgroup_level as i32) } == t.cgroup_id
+    {
         return true;
     }
     t.by_pid != 0 && {

@@ -50,7 +50,7 @@ const MACHINE_PATHS: &[(&str, &str)] = &[
         "tracefs itself: where it is mounted, and mounting it",
     ),
     (
-        "view/prometheus.rs",
+        "view/prometheus/mod.rs",
         "names /proc/vmstat in a HELP text as the counter's source; reads nothing",
     ),
     (

@@ -29,7 +29,9 @@ use serde::Serialize;
 
 use super::Measure::{self, *};
 use super::attribution::Component;
+use super::entries::EntryRow;
 use super::{AttributionRow, GroupInfo, Hint, MetricRow};
+use crate::model::entries::entry_chain;
 use crate::model::format::{fmt_count_short, fmt_secs};
 use crate::model::report::{RunReport, ZoneTypeCounts};
 
@@ -84,6 +86,8 @@ struct Evidence<'a> {
     groups: &'a [GroupInfo],
     metrics: &'a [MetricRow],
     attribution: &'a [AttributionRow],
+    /// The ways into reclaim (analysis/entries.rs), with which moved.
+    entries: &'a [EntryRow],
 }
 
 impl Evidence<'_> {
@@ -135,6 +139,32 @@ impl Evidence<'_> {
     /// accounting where the runs lack that.
     fn io_real(&self) -> bool {
         self.real(IoWaitTime) || self.real(BlockIoDelay)
+    }
+
+    /// The way into reclaim whose stall time per run moved most (among
+    /// those that moved by compare's rules: analysis/entries.rs), in its
+    /// first callers, with the change: `memcg via do_swap_page <
+    /// handle_mm_fault < ... (+225ms/run)`.
+    fn way_that_moved_most(&self) -> Option<String> {
+        let diff = |r: &EntryRow| r.changes[self.g - 1].map_or(0.0, |c| c.diff);
+        let way = self
+            .entries
+            .iter()
+            .filter(|r| r.moved.get(self.g - 1) == Some(&true))
+            .max_by(|a, b| diff(a).abs().total_cmp(&diff(b).abs()))?;
+        let chain = entry_chain(&way.frames);
+        let mut callers: Vec<&str> = chain.split(" < ").take(3).collect();
+        if chain.split(" < ").count() > 3 {
+            callers.push("...");
+        }
+        let d = diff(way);
+        Some(format!(
+            "{} via {} ({}{}/run)",
+            way.context,
+            callers.join(" < "),
+            if d >= 0.0 { "+" } else { "-" },
+            fmt_secs(d.abs())
+        ))
     }
 
     /// The I/O waits' means, as printed.
@@ -295,6 +325,7 @@ pub(super) fn hints(
     metrics: &[MetricRow],
     attribution: &[AttributionRow],
     ok: &[Vec<&RunReport>],
+    entries: &[EntryRow],
 ) -> Vec<Hint> {
     let e = Evidence {
         g,
@@ -302,6 +333,7 @@ pub(super) fn hints(
         groups,
         metrics,
         attribution,
+        entries,
     };
     let mechanisms: [fn(&Evidence) -> Option<Hint>; 11] = [
         oom_kills,
@@ -462,6 +494,9 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
             "; shrinks at priority <= 9: {}",
             e.pair(LowPriorityShrinks, |v| format!("{v:.0}%"))
         ));
+    }
+    if let Some(way) = e.way_that_moved_most() {
+        text.push_str(&format!("; moved most: {way}"));
     }
     Some(Hint {
         mechanism: Mechanism::Reclaim,

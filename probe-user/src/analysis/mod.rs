@@ -288,8 +288,9 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
     let guards = guards::find(inputs, &ok);
     guards::mark(&mut metrics, &guards);
     let (attribution, splits) = attribution::attribute(&ok, &metrics);
+    let entries = entries::rows(&ok);
     let versus = (1..groups.len())
-        .map(|g| versus(g, &groups, &metrics, &attribution, &splits, &ok))
+        .map(|g| versus(g, &groups, &metrics, &attribution, &splits, &ok, &entries))
         .collect();
     Ok(Comparison {
         test: "Welch's t-test, two-sided".into(),
@@ -300,7 +301,7 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         versus,
         attribution,
         guards,
-        entries: entries::rows(&ok),
+        entries,
     })
 }
 
@@ -314,6 +315,7 @@ fn versus(
     attribution: &[AttributionRow],
     splits: &[ElapsedSplit],
     ok: &[Vec<&RunReport>],
+    entries: &[entries::EntryRow],
 ) -> Versus {
     let judgeable = groups[0].runs >= 2 && groups[g].runs >= 2;
     let elapsed = metrics
@@ -336,7 +338,7 @@ fn versus(
     let hints = if judgeable && !significant {
         Vec::new()
     } else {
-        mechanisms::hints(g, judgeable, groups, metrics, attribution, ok)
+        mechanisms::hints(g, judgeable, groups, metrics, attribution, ok, entries)
     };
     Versus {
         label: groups[g].label.clone(),

@@ -169,6 +169,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         fault_latency: args.fault_latency,
         page_alloc: args.page_alloc,
         no_stacks: args.no_stacks,
+        bpf_stats: args.bpf_stats,
         progress: None,
         serve: args
             .serve

@@ -94,7 +94,8 @@ tracefs."
 reports on them as `run` does, then writes a recording. Targets: --pid PID (that \
 process and all its descendants, also those forked after attaching: followed in the \
 kernel from their first instruction), --cgroup PATH (every task in a cgroup v2 \
-directory, by cgroup id; for a v1 cgroup, its processes now and what they fork), \
+directory or any cgroup below it, e.g. a slice whose services hold the tasks; for a \
+v1 cgroup, its processes now and what they fork), \
 --comm NAME (processes with that name and their descendants). Targets combine; with \
 none, every task is traced. Stops on Ctrl-C, SIGTERM or SIGHUP, after --duration, \
 or when every target has exited. Processes attached to were not started by vmtrace: \
@@ -187,12 +188,14 @@ vmtrace compare good*.json --vs new*.json --fail-if slower:5 || echo slower"
         /// Also show each metric's stddev, min and max
         #[arg(long)]
         detail: bool,
-        /// Print JSON instead of text
-        #[arg(long)]
+        /// Print JSON instead of text (as `run`, `attach` and `report`
+        /// do)
+        #[arg(long, conflicts_with = "format")]
         json: bool,
-        /// text: mail-ready (ASCII, <= 72 columns, no colour); auto: the
-        /// same, with bold headings on a terminal (NO_COLOR turns that off)
-        #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = ["auto", "text", "json"])]
+        /// The text's form: text, mail-ready (ASCII, <= 72 columns, no
+        /// colour); auto, the same with bold headings on a terminal
+        /// (NO_COLOR turns that off). JSON is --json
+        #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = ["auto", "text"])]
         format: String,
         /// Also write the groups' latency distributions, overlaid, as SVG
         /// (or PNG, when PATH ends in .png)
@@ -462,8 +465,10 @@ pub struct KernelsArgs {
     /// the CPUs dealt round-robin (a node may have none)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub numa_nodes: u32,
-    /// Runs of the command in each guest (`run --repeat`)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Runs of the command in each guest (`run --repeat`): three by
+    /// default, the fewest from which the closing compare judges a
+    /// difference (with one, it names no cause)
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
     /// Seconds a guest may take, boot to power-off, before it is killed
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
@@ -520,6 +525,10 @@ pub struct AttachArgs {
     /// entered")
     #[arg(long)]
     pub no_stacks: bool,
+    /// Report each eBPF program's runs and run time, and serve them
+    /// (switches kernel.bpf_stats_enabled on while attached)
+    #[arg(long)]
+    pub bpf_stats: bool,
     /// Write the recording to PATH [default:
     /// ./vmtrace-attach-KERNEL-UTCTIME.vmtrace.json]
     #[arg(short, long, value_name = "PATH")]

@@ -29,6 +29,20 @@ pub fn cgroup_id(dir: &Path) -> std::io::Result<u64> {
     Ok(std::fs::metadata(dir)?.ino())
 }
 
+/// A cgroup2 directory's level in the hierarchy (the mount's root 0):
+/// how many of the directories above it lie on cgroup2 too, the level
+/// `bpf_get_current_ancestor_cgroup_id` takes. It assumes the mount
+/// shows the hierarchy from its root, as a host's /sys/fs/cgroup does
+/// (inside a cgroup namespace the levels are the namespace's).
+pub fn cgroup_level(dir: &Path) -> std::io::Result<u32> {
+    let dir = std::fs::canonicalize(dir)?;
+    Ok(dir
+        .ancestors()
+        .skip(1)
+        .take_while(|d| is_cgroup2(d))
+        .count() as u32)
+}
+
 /// The processes in a cgroup now (cgroup.procs); empty when unreadable.
 pub fn cgroup_procs(dir: &Path) -> Vec<u32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
@@ -36,6 +50,17 @@ pub fn cgroup_procs(dir: &Path) -> Vec<u32> {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect()
+}
+
+/// Whether a cgroup2 directory or any cgroup below it holds a live
+/// process: `populated 1` in its cgroup.events (a slice's own
+/// cgroup.procs is empty while its services run). Where cgroup.events
+/// cannot be read, its own cgroup.procs decides.
+pub fn populated(dir: &Path) -> bool {
+    match std::fs::read_to_string(dir.join("cgroup.events")) {
+        Ok(events) => events.lines().any(|l| l.trim() == "populated 1"),
+        Err(_) => !cgroup_procs(dir).is_empty(),
+    }
 }
 
 /// The pressure totals of a cgroup2 directory's memory.pressure; None
@@ -84,7 +109,12 @@ mod tests {
         let root = cgroup_id(&dir).expect("stat");
         assert_eq!(names.get(&root).map(String::as_str), Some("/"));
         assert!(!is_cgroup(&dir) && !is_cgroup2(&dir));
+        // Nothing above a directory off cgroup2 is on it either.
+        assert_eq!(cgroup_level(&sub).expect("level"), 0);
         assert!(cgroup_procs(&dir).is_empty() && cgroup_psi(&dir).is_none());
+        assert!(!populated(&dir));
+        std::fs::write(dir.join("cgroup.events"), "populated 1\nfrozen 0\n").expect("write");
+        assert!(populated(&dir));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

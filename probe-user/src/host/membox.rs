@@ -116,6 +116,13 @@ impl Cgroup {
             .ino())
     }
 
+    /// Its level in the cgroup2 hierarchy (`Target::cgroup_level`): the
+    /// command's own sub-cgroups are traced with it.
+    pub fn level(&self) -> Result<u32> {
+        super::cgroupfs::cgroup_level(&self.dir)
+            .with_context(|| format!("stat {}", self.dir.display()))
+    }
+
     /// `cgroup.procs` as a C string, for joining from `pre_exec`.
     pub fn procs_path(&self) -> Result<CString> {
         Ok(CString::new(

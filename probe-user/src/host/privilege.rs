@@ -82,7 +82,8 @@ pub fn needed_after_attach(
     // handler, kernel/delayacct.c sysctl_delayacct, refuses a write
     // without capable(CAP_SYS_ADMIN) (6.1, 6.12, 6.18; so does
     // kernel/bpf/syscall.c bpf_stats_handler for kernel.bpf_stats_enabled,
-    // which attach leaves alone). On 6.1 it also keeps the maps readable:
+    // which `attach --bpf-stats` restores; root owns both files, so uid 0
+    // writes them without CAP_DAC_OVERRIDE). On 6.1 it also keeps the maps readable:
     // __sys_bpf refuses every command when kernel.unprivileged_bpf_disabled
     // is set and !bpf_capable(), which CAP_SYS_ADMIN satisfies (6.5 moved
     // that check into map_create and bpf_prog_load).

@@ -39,6 +39,8 @@ pub struct AttachOptions {
     pub page_alloc: bool,
     /// `--no-stacks`, as for `run`.
     pub no_stacks: bool,
+    /// `--bpf-stats`, as for `run`.
+    pub bpf_stats: bool,
     pub progress: Option<Progress>,
     /// Serve /metrics (`--serve`): run until stopped, whatever the
     /// targets do.
@@ -92,6 +94,8 @@ pub fn resolve(opts: &AttachOptions) -> Result<Targets> {
             let id =
                 cgroupfs::cgroup_id(dir).with_context(|| format!("reading {}", dir.display()))?;
             t.target.cgroup_id = id;
+            t.target.cgroup_level = cgroupfs::cgroup_level(dir)
+                .with_context(|| format!("reading {}", dir.display()))?;
             t.cgroup_dir = Some(dir.clone());
             what.push(format!("cgroup {} (id {id})", dir.display()));
         } else {
@@ -172,7 +176,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
         None => None,
     };
     let mut tracer = attach_tracer(opts, &targets)?;
-    let window = Window::open(false)?;
+    let window = Window::open(opts.bpf_stats)?;
     // Everything that needs privilege at start is done (links made, perf
     // events opened, tracefs unmounted, delay accounting on): what is
     // left reads maps and perf events through descriptors held, cgroupfs
@@ -324,14 +328,15 @@ enum Stop {
     TargetsGone,
 }
 
-/// Whether any target can still run: a followed process alive, or the v2
-/// cgroup not empty. System-wide never ends by itself.
+/// Whether any target can still run: a followed process alive, or a
+/// process in the v2 cgroup or below it. System-wide never ends by
+/// itself.
 fn targets_alive(t: &Targets, probes: &probes::Probes) -> bool {
     if t.target.by_pid == 0 && t.cgroup_dir.is_none() {
         return true;
     }
     if let Some(dir) = &t.cgroup_dir
-        && !cgroupfs::cgroup_procs(dir).is_empty()
+        && cgroupfs::populated(dir)
     {
         return true;
     }

@@ -118,6 +118,7 @@ fn target_of(membox: &MemBox) -> Result<(Target, String)> {
             (
                 Target {
                     cgroup_id: id,
+                    cgroup_level: cg.level()?,
                     ..Target::EVERY_TASK
                 },
                 format!("the command's tasks (cgroup {}, id {id})", cg.dir.display()),

@@ -36,9 +36,14 @@ use vmtrace_common::{Counter, Hist, ReclaimContext};
 
 use crate::{
     host::{cgroupfs, membox::CgroupMounts, proc},
-    kernel::{collect, probes::Probes},
+    kernel::{
+        collect,
+        probes::{MetricId, Probes},
+    },
     model::vmstat::VmStat,
-    view::prometheus::{self, CgroupRow, Exposition, Format, OVERFLOW_CGROUP},
+    view::prometheus::{
+        self, BuildInfo, CgroupRow, Exposition, Format, OVERFLOW_CGROUP, ProgramCost,
+    },
 };
 
 /// What `--serve` was given.
@@ -274,6 +279,28 @@ impl Exporter {
     pub fn render(&mut self, probes: &mut Probes, format: Format) -> String {
         let mut e = Exposition {
             max_cgroups: self.max_cgroups,
+            build: BuildInfo {
+                version: env!("CARGO_PKG_VERSION").into(),
+                kernel: proc::kernel_release(),
+            },
+            probes: MetricId::ALL
+                .iter()
+                .map(|&m| {
+                    let attached = probes.plan.is_enabled(m)
+                        && !probes.attach_failures.iter().any(|(f, _)| *f == m);
+                    (m.name(), attached)
+                })
+                .collect(),
+            programs: probes
+                .program_stats()
+                .into_iter()
+                .map(|p| ProgramCost {
+                    program: p.program,
+                    runs: p.runs,
+                    run_ns: p.run_ns,
+                    misses: p.misses,
+                })
+                .collect(),
             ..Default::default()
         };
         if let Ok(t) = collect::read_aggregates(probes) {

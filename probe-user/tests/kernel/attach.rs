@@ -9,7 +9,7 @@ use std::{
 };
 
 use crate::common::{
-    VMTRACE, bpf_object_counts, guard, json_of, memhog, recording, scratch, vmtrace,
+    VMTRACE, bpf_object_counts, guard, json_of, memhog, recording, scratch, vmtrace, within,
 };
 
 /// attach --pid follows a process tree: a memory hog forked after the
@@ -100,8 +100,13 @@ pub(crate) fn spawn_in_box(
     membox: &vmtrace::host::membox::MemBox,
     cmd: &mut Command,
 ) -> std::process::Child {
+    join_before_exec(cmd, membox.join_paths().expect("box join paths"));
+    cmd.spawn().expect("start the boxed command")
+}
+
+/// `cmd` writes itself into each `cgroup.procs` of `joins` before exec.
+fn join_before_exec(cmd: &mut Command, joins: Vec<std::ffi::CString>) {
     use std::os::unix::process::CommandExt;
-    let joins = membox.join_paths().expect("box join paths");
     // SAFETY: only open/write/close on paths prepared before fork.
     unsafe {
         cmd.pre_exec(move || {
@@ -116,7 +121,6 @@ pub(crate) fn spawn_in_box(
             Ok(())
         });
     }
-    cmd.spawn().expect("start the boxed command")
 }
 
 /// The bundled build workload (`kbuild -j 4`: make of a generated C tree)
@@ -445,4 +449,88 @@ fn live_threads_stalls_reach_their_process_row() {
         row_ns.abs_diff(hist_ns) <= hist_ns / 16,
         "row {row_ns} ns vs histogram {hist_ns} ns"
     );
+}
+
+/// issue 32: `attach --cgroup` on a cgroup that holds no task itself (a
+/// slice) traces its children's tasks. The hog runs in a child of the
+/// box's cgroup v2 directory (the box's memory limit still applies); the
+/// attach names the parent. Before, only tasks directly in it matched
+/// (bpf_get_current_cgroup_id() == id) and this traced nothing. The
+/// job's major faults equal its memory cgroup's pgmajfault (the box is
+/// fresh and holds the job alone, started after the attach is up).
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn attach_to_a_slice_traces_its_childrens_tasks() {
+    let _g = guard();
+    let membox = memory_box(48 << 20);
+    let parent = membox
+        .v2_cgroup()
+        .expect("a cgroup v2 directory for the box")
+        .dir
+        .clone();
+    let child = parent.join("job");
+    std::fs::create_dir(&child).expect("create the child cgroup");
+    // Removed before the box (declared after it), even on a panic: the
+    // box's own directory cannot go while a child cgroup is in it.
+    struct Rmdir(std::path::PathBuf);
+    impl Drop for Rmdir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _child_dir = Rmdir(child.clone());
+    // The job joins the box's cgroups as spawn_in_box would, but the v2
+    // one through its child.
+    let joins: Vec<std::ffi::CString> = membox
+        .join_paths()
+        .expect("box join paths")
+        .into_iter()
+        .map(|p| {
+            use std::os::unix::ffi::OsStrExt;
+            if Path::new(std::ffi::OsStr::from_bytes(p.as_bytes())) == parent.join("cgroup.procs") {
+                let procs = child.join("cgroup.procs");
+                std::ffi::CString::new(procs.as_os_str().as_bytes()).expect("a path without NUL")
+            } else {
+                p
+            }
+        })
+        .collect();
+    let script = format!("sleep 4; {} --mib 96 --passes 2", memhog().display());
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script]);
+    join_before_exec(&mut cmd, joins);
+    let mut job = cmd.spawn().expect("start the job");
+    let out = vmtrace(&[
+        "attach",
+        "--cgroup",
+        &parent.to_string_lossy(),
+        "--duration",
+        "14",
+        "--json",
+    ])
+    .output()
+    .expect("run vmtrace attach");
+    let status = job.wait().expect("wait for the job");
+    let memcg_stat = membox
+        .memcg
+        .as_ref()
+        .and_then(|m| std::fs::read_to_string(m.dir.join("memory.stat")).ok())
+        .unwrap_or_default();
+    membox.kill_all();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && status.success(), "{err}");
+    let r = json_of(&out);
+    let majors = r["faults"]["major_target"].as_u64().unwrap_or(0);
+    let pgmajfault: u64 = memcg_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("pgmajfault ")?.trim().parse().ok())
+        .expect("pgmajfault in the memory cgroup's memory.stat");
+    eprintln!("child's tasks: {majors} major faults, the cgroup's pgmajfault {pgmajfault}");
+    assert!(pgmajfault > 0, "the job never swapped in:\n{memcg_stat}");
+    assert!(
+        within(majors, pgmajfault, 0.02),
+        "vmtrace {majors} vs pgmajfault {pgmajfault}\n{err}"
+    );
+    let stalls = r["memcg_reclaim"]["stalls"]["count"].as_u64().unwrap_or(0);
+    assert!(stalls > 0, "{:#}", r["memcg_reclaim"]);
 }

@@ -235,7 +235,7 @@ fn the_exporter_serves_live_counters_after_the_drop() {
     let child = Stopping(Some(child));
     // The exporter walks cgroupfs for cgroup names: CAP_DAC_READ_SEARCH.
     assert_only(pid, CAP_SYS_ADMIN | CAP_DAC_READ_SEARCH);
-    let name = "vmtrace_memcg_reclaims_total";
+    let name = "vmtrace_memcg_reclaim_seconds_count";
     let before = metric(port, name);
     let membox = memory_box(64 << 20);
     let status = spawn_in_box(

@@ -28,6 +28,8 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
     );
     let out = vmtrace(&[
         "kernels",
+        "--repeat",
+        "1",
         "--kernel",
         "debian:6.1",
         "--kernel",
@@ -145,7 +147,7 @@ fn a_kernel_that_does_not_boot_is_reported_and_the_rest_still_run() {
     let bogus = dir.join("vmlinuz-0.0-broken");
     std::fs::write(&bogus, vec![0x5a; 64 * 1024]).expect("write");
     let out_dir = dir.join("k");
-    let out = vmtrace(&["kernels", "--kernel"])
+    let out = vmtrace(&["kernels", "--repeat", "1", "--kernel"])
         .arg(&bogus)
         .args(["--kernel", "host", "--timeout", "60", "-o"])
         .arg(&out_dir)
@@ -313,6 +315,8 @@ fn ctrl_c_stops_the_guests_and_leaves_no_disk_behind() {
     let out_dir = dir.join("k");
     let child = vmtrace(&[
         "kernels",
+        "--repeat",
+        "1",
         "--kernel",
         "debian:6.12",
         "--kernel",
@@ -479,7 +483,15 @@ fn one_guest_job(
     job: &str,
 ) -> (std::path::PathBuf, String) {
     let out = cmd
-        .args(["kernels", "--kernel", "debian:6.1", "--mem", "256M"])
+        .args([
+            "kernels",
+            "--repeat",
+            "1",
+            "--kernel",
+            "debian:6.1",
+            "--mem",
+            "256M",
+        ])
         .args(["--timeout", "600", "-o"])
         .arg(out_dir)
         .args(["--", "run", "--no-probes", "--", "sh", "-c", job])

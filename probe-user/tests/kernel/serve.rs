@@ -237,13 +237,29 @@ fn prometheus_scrapes_what_the_recording_holds() {
     let up = query(prom_port, "up{job=\"vmtrace\"}");
     assert_eq!(up, 1.0, "Prometheus could not scrape vmtrace");
     let counter = |name: &str| query(prom_port, name) as u64;
-    let reclaims = counter("vmtrace_memcg_reclaims_total");
-    let pages = counter("vmtrace_memcg_reclaim_pages_total");
-    let majors = counter("vmtrace_major_faults_target_total");
+    let reclaims = counter("vmtrace_memcg_reclaim_seconds_count");
+    let pages = counter("vmtrace_reclaim_pages_total{context=\"memcg\"}");
+    let majors = counter("vmtrace_major_faults_total{tasks=\"target\"}");
     let cg_count = counter("sum(vmtrace_cgroup_memcg_reclaim_seconds_count)");
     let cg_sum = query(prom_port, "sum(vmtrace_cgroup_memcg_reclaim_seconds_sum)");
-    let stall_ns = (query(prom_port, "vmtrace_memcg_reclaim_seconds_total") * 1e9).round() as u64;
+    let stall_ns = (query(prom_port, "vmtrace_memcg_reclaim_seconds_sum") * 1e9).round() as u64;
     promtool_accepts(vm_port);
+    // The info gauge names the kernel uname(2) does; the reclaim pair's
+    // probes say they are attached.
+    let release = String::from_utf8(
+        Command::new("uname")
+            .arg("-r")
+            .output()
+            .expect("uname")
+            .stdout,
+    )
+    .expect("utf-8");
+    let info = format!("vmtrace_build_info{{kernel=\"{}\"}}", release.trim());
+    assert_eq!(query(prom_port, &info), 1.0, "{info}");
+    assert_eq!(
+        query(prom_port, "vmtrace_probe_enabled{probe=\"memcg_reclaim\"}"),
+        1.0
+    );
     let p99_global = query(
         prom_port,
         "histogram_quantile(0.99, vmtrace_memcg_reclaim_seconds_bucket)",

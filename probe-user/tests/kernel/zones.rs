@@ -48,6 +48,8 @@ fn zone_rows_equal_the_guests_own_counters_on_two_numa_nodes() {
     );
     let out = vmtrace(&[
         "kernels",
+        "--repeat",
+        "1",
         "--kernel",
         "debian:6.12",
         "--mem",

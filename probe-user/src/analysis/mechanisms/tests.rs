@@ -11,6 +11,7 @@ fn b_vs_a(metrics: &[MetricRow], judgeable: bool) -> Evidence<'_> {
         groups: &[],
         metrics,
         attribution: &[],
+        entries: &[],
     }
 }
 
@@ -225,7 +226,7 @@ fn hints_of(a: &[RunReport], b: &[RunReport]) -> (Vec<AttributionRow>, f64, Vec<
         failed: 0,
     };
     let groups = [info(a.len()), info(b.len())];
-    let h = hints(1, true, &groups, &metrics, &rows, &ok);
+    let h = hints(1, true, &groups, &metrics, &rows, &ok, &[]);
     (rows, splits[0].difference, h)
 }
 
@@ -365,4 +366,62 @@ fn zone_shift_names_the_zones_that_moved() {
          Normal 80% -> 50%"
     );
     assert!(zone_shift(&[&a], &[&a]).is_none());
+}
+
+/// The reclaim mechanism names the way in that moved most (of those
+/// that moved), in its first callers; one that did not move is not
+/// named, however large its change.
+#[test]
+fn reclaim_names_the_way_in_that_moved_most() {
+    use super::super::Change;
+    let frames = |fs: &[&str]| fs.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+    let way = |fs: &[&str], diff: f64, moved: bool| EntryRow {
+        context: "memcg".into(),
+        frames: frames(fs),
+        groups: vec![None, None],
+        changes: vec![Some(Change {
+            diff,
+            pct: None,
+            welch: None,
+        })],
+        moved: vec![moved],
+    };
+    let entries = [
+        way(
+            &[
+                "try_to_free_mem_cgroup_pages",
+                "do_anonymous_page",
+                "handle_mm_fault",
+            ],
+            0.9,
+            false,
+        ),
+        way(
+            &[
+                "try_to_free_mem_cgroup_pages",
+                "try_charge_memcg",
+                "filemap_add_folio",
+                "page_cache_ra_unbounded",
+                "filemap_read",
+                "vfs_read",
+            ],
+            0.225,
+            true,
+        ),
+    ];
+    let e = Evidence {
+        entries: &entries,
+        ..b_vs_a(&[], true)
+    };
+    assert_eq!(
+        e.way_that_moved_most().as_deref(),
+        Some(
+            "memcg via try_charge_memcg < filemap_add_folio < page_cache_ra_unbounded < ... (+225ms/run)"
+        )
+    );
+    let none = Evidence {
+        entries: &entries[..1],
+        ..b_vs_a(&[], true)
+    };
+    assert_eq!(none.way_that_moved_most(), None);
 }

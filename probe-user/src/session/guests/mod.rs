@@ -269,10 +269,25 @@ fn check_guest_command(command: &[String]) -> Result<()> {
              like: vmtrace kernels --kernel debian:6.1 -- run qsbench"
         );
     }
-    if command.iter().any(|a| a == "-o" || a == "--output") {
-        bail!(
-            "leave -o out of the guest's command: vmtrace kernels names the recordings (see --out)"
-        );
+    // vmtrace's own options, before a `--` that starts the traced
+    // command (whose own options are its business).
+    for a in command[1..].iter().take_while(|a| *a != "--") {
+        let name = a.split('=').next().unwrap_or(a);
+        if name == "--repeat" {
+            bail!(
+                "give --repeat to vmtrace kernels, not to the guest's run: it runs the \
+                 command that many times in each guest"
+            );
+        }
+        if name == "--progress" {
+            bail!("leave --progress out of the guest's command: vmtrace kernels sets it");
+        }
+        if name == "--output" || (name.starts_with("-o") && !name.starts_with("--")) {
+            bail!(
+                "leave -o out of the guest's command: vmtrace kernels names the recordings \
+                 (see --out)"
+            );
+        }
     }
     Ok(())
 }
@@ -673,6 +688,33 @@ mod tests {
             "run -- true",
         ] {
             assert_eq!(guest_memory_is_the_pressure(&v(kept)), v(kept), "{kept}");
+        }
+    }
+
+    /// Options kernels sets itself are refused before any guest boots
+    /// (a --repeat given to the guest's run once failed in every guest
+    /// after booting it); the traced command's own options after -- are
+    /// its business.
+    #[test]
+    fn options_kernels_sets_are_refused_in_the_guests_command() {
+        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        for (bad, says) in [
+            (
+                "run build -j 2,4 --repeat 2",
+                "give --repeat to vmtrace kernels",
+            ),
+            ("run --repeat=2 qsbench", "give --repeat to vmtrace kernels"),
+            ("run --progress none qsbench", "leave --progress out"),
+            ("run -o x.json qsbench", "leave -o out"),
+            ("run -ox.json qsbench", "leave -o out"),
+            ("run --output=x.json qsbench", "leave -o out"),
+            ("qsbench", "runs `vmtrace run ...`"),
+        ] {
+            let e = check_guest_command(&v(bad)).expect_err(bad).to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        for good in ["run qsbench", "run --mem 96M -- ./job -o out --repeat 3"] {
+            assert!(check_guest_command(&v(good)).is_ok(), "{good}");
         }
     }
 

@@ -9,18 +9,24 @@
 //! nanoseconds; the max column is in milliseconds (max / 1e6), as is the
 //! Java tools' convention.
 
-use std::fmt::Write as _;
+use std::time::{Duration, UNIX_EPOCH};
 
-use anyhow::Result;
+use anyhow::{Context, Result, anyhow};
+use hdrhistogram::serialization::{
+    V2DeflateSerializer,
+    interval_log::{IntervalLogWriterBuilder, Tag},
+};
 
 use crate::{model::histogram, model::recording::Recording};
 
 /// The suffix of the tags of whole-run histograms.
 pub const WHOLE_RUN: &str = ".whole_run";
 
-/// The interval log of a recording.
+/// The interval log of a recording, written by hdrhistogram's own
+/// interval log writer (headers, the line format, the compressed V2
+/// encoding); vmtrace only decodes each payload of the recording (under
+/// its bounds, model/histogram.rs) and says where it goes.
 pub fn render(rec: &Recording) -> Result<String> {
-    let mut o = String::new();
     let base = rec
         .runs
         .iter()
@@ -28,27 +34,23 @@ pub fn render(rec: &Recording) -> Result<String> {
         .filter(|&t| t > 0.0)
         .reduce(f64::min)
         .unwrap_or(0.0);
-    writeln!(
-        o,
-        "#[vmtrace {} recording of {} on Linux {}]",
-        rec.vmtrace_version, rec.workload.name, rec.environment.kernel_release
-    )?;
-    writeln!(o, "#[Histogram log format version 1.3]")?;
-    writeln!(
-        o,
-        "#[StartTime: {base:.3} (seconds since epoch), {}]",
-        crate::model::recording::utc(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(base.max(0.0))
-        )
-        .0
-    )?;
-    writeln!(o, "#[BaseTime: {base:.3} (seconds since epoch)]")?;
-    writeln!(o, "#[Values in nanoseconds; Interval_Max in milliseconds]")?;
-    writeln!(
-        o,
-        "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
-    )?;
+    let at = UNIX_EPOCH + Duration::from_secs_f64(base.max(0.0));
+    let mut out = Vec::new();
+    let mut serializer = V2DeflateSerializer::new();
+    let mut log = IntervalLogWriterBuilder::new()
+        .add_comment(&format!(
+            "[vmtrace {} recording of {} on Linux {}]",
+            rec.vmtrace_version, rec.workload.name, rec.environment.kernel_release
+        ))
+        .add_comment("[Histogram log format version 1.3]")
+        .add_comment("[Values in nanoseconds; Interval_Max in milliseconds]")
+        .add_comment(&format!("[Started {}]", crate::model::recording::utc(at).0))
+        .with_start_time(at)
+        .with_base_time(at)
+        .with_max_value_divisor(1e6)
+        .begin_log_with(&mut out, &mut serializer)?;
     let several = rec.runs.len() > 1;
+    let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
     for (i, run) in rec.runs.iter().enumerate() {
         let r = &run.report;
         let prefix = if several {
@@ -61,16 +63,19 @@ pub fn render(rec: &Recording) -> Result<String> {
         } else {
             0.0
         };
+        let mut write = |tag: &str, start: f64, length: f64, payload: &str| -> Result<()> {
+            let h = histogram::decode(payload)?;
+            let tag = Tag::new(tag).with_context(|| format!("histogram tag {tag:?}"))?;
+            log.write_histogram(&h, secs(start), secs(length), Some(tag))
+                .map_err(|e| anyhow!("writing the interval log: {e}"))
+        };
         let mut prev_t = 0.0;
         for s in &r.timeline {
             for (name, payload) in &s.hists {
-                let h = histogram::decode(payload)?;
-                line(
-                    &mut o,
+                write(
                     &format!("{prefix}{name}"),
                     offset + prev_t,
-                    (s.t_s - prev_t).max(0.0),
-                    h.max(),
+                    s.t_s - prev_t,
                     payload,
                 )?;
             }
@@ -80,31 +85,14 @@ pub fn render(rec: &Recording) -> Result<String> {
             if summary.count == 0 {
                 continue;
             }
-            line(
-                &mut o,
+            write(
                 &format!("{prefix}{}{WHOLE_RUN}", h.name()),
                 offset,
                 r.usage.wall_s,
-                summary.max_ns,
                 &summary.hdr,
             )?;
         }
     }
-    Ok(o)
-}
-
-fn line(
-    o: &mut String,
-    tag: &str,
-    start: f64,
-    length: f64,
-    max_ns: u64,
-    payload: &str,
-) -> Result<()> {
-    writeln!(
-        o,
-        "Tag={tag},{start:.3},{length:.3},{:.3},{payload}",
-        max_ns as f64 / 1e6
-    )?;
-    Ok(())
+    drop(log);
+    String::from_utf8(out).context("the interval log is ASCII")
 }

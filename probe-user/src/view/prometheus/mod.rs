@@ -11,10 +11,13 @@
 //! (within 1/32) elsewhere; the HELP line says which.
 //!
 //! Names are vmtrace's own: `vmtrace_<histogram>_seconds`,
-//! `vmtrace_<counter>_total` (the recording's names), and
+//! `vmtrace_<counter>_total` (the recording's names in base units, the
+//! dimensions they hold as labels: `names`), and
 //! `vmtrace_vmstat_<item>_total` for /proc/vmstat items.
 
 use std::fmt::Write;
+
+mod names;
 
 use vmtrace_common::{
     CGROUP_BUCKETS, CgroupStalls, Counter, Hist,
@@ -98,6 +101,33 @@ pub struct Exposition {
     /// Per-cgroup rows: the cap, and rows deleted (cgroup removed).
     pub max_cgroups: u32,
     pub cgroups_expired: u64,
+    /// vmtrace's version and the running kernel's release
+    /// (`vmtrace_build_info`); not shown when the version is empty.
+    pub build: BuildInfo,
+    /// Each metric of the catalogue by its stable id, and whether its
+    /// probes are attached (`vmtrace_probe_enabled`): a metric this
+    /// kernel lacks reads 0 here, not a silent 0 in its own series.
+    pub probes: Vec<(&'static str, bool)>,
+    /// vmtrace's own cost, per attached eBPF program (its fdinfo): the
+    /// runs and run time (counted while kernel.bpf_stats_enabled is on,
+    /// as `--bpf-stats` sets it) and the runs the kernel skipped
+    /// (recursion misses: an event that came while the program ran).
+    pub programs: Vec<ProgramCost>,
+}
+
+/// One eBPF program's cost, as its fdinfo says.
+pub struct ProgramCost {
+    pub program: &'static str,
+    pub runs: u64,
+    pub run_ns: u64,
+    pub misses: u64,
+}
+
+/// What `vmtrace_build_info` says.
+#[derive(Default)]
+pub struct BuildInfo {
+    pub version: String,
+    pub kernel: String,
 }
 
 /// Seconds of `ns`, every digit: `0.000001023`.
@@ -215,15 +245,77 @@ pub fn render(e: &Exposition, format: Format) -> String {
         out: String::with_capacity(64 * 1024),
         format,
     };
+    info(&mut w, e);
     histograms(&mut w, e);
     if !e.cgroups.is_empty() {
         cgroups(&mut w, e);
     }
     counters(&mut w, e);
+    if !e.programs.is_empty() {
+        programs(&mut w, e);
+    }
     if format == Format::OpenMetrics {
         w.out.push_str("# EOF\n");
     }
     w.out
+}
+
+/// The node_exporter-style info gauge, and which probes are attached.
+fn info(w: &mut Writer, e: &Exposition) {
+    if !e.build.version.is_empty() {
+        w.family(
+            "vmtrace_build_info",
+            "gauge",
+            "vmtrace's version and the kernel it traces, as labels (always 1)",
+        );
+        w.sample(
+            "vmtrace_build_info",
+            &[("version", &e.build.version), ("kernel", &e.build.kernel)],
+            "1",
+        );
+    }
+    if !e.probes.is_empty() {
+        w.family(
+            "vmtrace_probe_enabled",
+            "gauge",
+            "1 when a metric's probes are attached, 0 when this kernel lacks them or they were left off (vmtrace probes says why)",
+        );
+        for &(probe, on) in &e.probes {
+            w.sample(
+                "vmtrace_probe_enabled",
+                &[("probe", probe)],
+                if on { "1" } else { "0" },
+            );
+        }
+    }
+}
+
+/// vmtrace's own cost, per program.
+fn programs(w: &mut Writer, e: &Exposition) {
+    type Pick = fn(&ProgramCost) -> String;
+    let families: [(&str, &str, Pick); 3] = [
+        (
+            "vmtrace_program_runs_total",
+            "runs of each of vmtrace's eBPF programs, while kernel.bpf_stats_enabled is on (--bpf-stats)",
+            |p| p.runs.to_string(),
+        ),
+        (
+            "vmtrace_program_run_seconds_total",
+            "time each of vmtrace's eBPF programs ran, while kernel.bpf_stats_enabled is on (--bpf-stats)",
+            |p| seconds(p.run_ns),
+        ),
+        (
+            "vmtrace_program_recursion_misses_total",
+            "events a program missed because it was already running on that CPU (fdinfo recursion_misses)",
+            |p| p.misses.to_string(),
+        ),
+    ];
+    for (name, help, pick) in families {
+        w.family(name, "counter", help);
+        for p in &e.programs {
+            w.sample(name, &[("program", p.program)], &pick(p));
+        }
+    }
 }
 
 /// The kernel's latency histograms (the target's and machine-wide).
@@ -301,25 +393,37 @@ fn cgroups(w: &mut Writer, e: &Exposition) {
             }
         }
     }
-    let name = "vmtrace_cgroup_memory_pressure_seconds_total";
-    w.family(
-        name,
-        "counter",
-        "memory PSI total of the cgroup (memory.pressure; cgroup=\"/\": \
-         /proc/pressure/memory), kind some or full (s)",
-    );
+    // node_exporter's and cAdvisor's names: "some" is time at least
+    // one task waited on memory, "full" time all of them stalled (full
+    // lies within some, so they are two families, never summed).
     let mut psi: Vec<(&str, (u64, u64))> = e.psi_us.map(|p| ("/", p)).into_iter().collect();
     psi.extend(
         e.cgroups
             .iter()
             .filter_map(|r| Some((r.name.as_str(), r.psi_us?))),
     );
-    for (cgroup, (some, full)) in psi {
-        for (kind, us) in [("some", some), ("full", full)] {
+    type Pick = fn(&(u64, u64)) -> u64;
+    let families: [(&str, &str, Pick); 2] = [
+        (
+            "vmtrace_cgroup_memory_waiting_seconds_total",
+            "time at least one task of the cgroup waited on memory: memory PSI some total \
+             (memory.pressure; cgroup=\"/\": /proc/pressure/memory)",
+            |p| p.0,
+        ),
+        (
+            "vmtrace_cgroup_memory_stalled_seconds_total",
+            "time every non-idle task of the cgroup stalled on memory at once: memory PSI \
+             full total (memory.pressure; cgroup=\"/\": /proc/pressure/memory)",
+            |p| p.1,
+        ),
+    ];
+    for (name, help, pick) in families {
+        w.family(name, "counter", help);
+        for (cgroup, p) in &psi {
             w.sample(
                 name,
-                &[("cgroup", cgroup), ("kind", kind)],
-                &seconds(us.saturating_mul(1000)),
+                &[("cgroup", cgroup)],
+                &seconds(pick(p).saturating_mul(1000)),
             );
         }
     }
@@ -373,10 +477,23 @@ fn counters(w: &mut Writer, e: &Exposition) {
             w.sample(name, &[("context", l.0)], &pick(l).to_string());
         }
     }
-    for &(c, v) in &e.counters {
-        let (name, help, value) = in_base_units(c, v);
-        w.family(&name, "counter", &help);
-        w.sample(&name, &[], &value);
+    // A family's samples together, in the order its first one comes.
+    let samples = names::counter_samples(&e.counters);
+    let mut families: Vec<&str> = Vec::new();
+    for s in &samples {
+        if !families.contains(&s.family.as_str()) {
+            families.push(&s.family);
+        }
+    }
+    for family in families {
+        let mut of = samples.iter().filter(|s| s.family == family).peekable();
+        if let Some(first) = of.peek() {
+            w.family(family, "counter", &first.help);
+        }
+        for s in of {
+            let labels: Vec<(&str, &str)> = s.label.into_iter().collect();
+            w.sample(family, &labels, &s.value);
+        }
     }
     for &(item, v) in &e.vmstat {
         let name = format!("vmtrace_vmstat_{item}_total");
@@ -389,64 +506,10 @@ fn counters(w: &mut Writer, e: &Exposition) {
     }
 }
 
-/// A counter as Prometheus names it: in base units (the naming guide;
-/// `promtool check metrics` refuses abbreviated units), so a time in ns
-/// is exposed in seconds and a count of 512-byte sectors in bytes; its
-/// name, help and value.
-fn in_base_units(c: Counter, v: u64) -> (String, String, String) {
-    let (name, title) = (c.name(), c.title());
-    if let Some(stem) = name.strip_suffix("_ns") {
-        (
-            format!("vmtrace_{stem}_seconds_total"),
-            title
-                .replace("(ns)", "(seconds)")
-                .replace("ns in", "seconds in"),
-            seconds(v),
-        )
-    } else if let Some(stem) = name.strip_suffix("_sectors") {
-        (
-            format!("vmtrace_{stem}_bytes_total"),
-            title.replace("sectors", "bytes"),
-            (v.saturating_mul(512)).to_string(),
-        )
-    } else {
-        (
-            format!("vmtrace_{name}_total"),
-            title.to_string(),
-            v.to_string(),
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use vmtrace_common::hist::{BUCKETS, bucket_of};
-
-    #[test]
-    fn counters_are_exposed_in_base_units() {
-        let (name, help, value) = in_base_units(Counter::MemcgReclaimNs, 1_500_000_000);
-        assert_eq!(name, "vmtrace_memcg_reclaim_seconds_total");
-        assert_eq!(value, "1.5");
-        assert!(help.contains("(seconds)"), "{help}");
-        let (name, _, value) = in_base_units(Counter::SwapReadSectors, 8);
-        assert_eq!(
-            (name.as_str(), value.as_str()),
-            ("vmtrace_swap_read_bytes_total", "4096")
-        );
-        let (name, _, value) = in_base_units(Counter::MemcgReclaims, 7);
-        assert_eq!(
-            (name.as_str(), value.as_str()),
-            ("vmtrace_memcg_reclaims_total", "7")
-        );
-        for c in Counter::ALL {
-            let (name, _, _) = in_base_units(c, 1);
-            assert!(
-                !name.contains("_ns_") && !name.contains("sectors"),
-                "{name}: not a base unit"
-            );
-        }
-    }
 
     #[test]
     fn seconds_keep_every_digit() {
@@ -501,6 +564,7 @@ mod tests {
             counters: vec![
                 (Counter::MemcgReclaims, 2),
                 (Counter::MemcgReclaimNs, 6_000_000),
+                (Counter::MemcgReclaimPages, 5),
             ],
             cgroups: vec![CgroupRow {
                 name: "/a \"b\"".into(),
@@ -512,6 +576,17 @@ mod tests {
             lru: vec![("kswapd", 64, 32)],
             max_cgroups: 16,
             cgroups_expired: 1,
+            build: BuildInfo {
+                version: "0.1.0".into(),
+                kernel: "6.18.44".into(),
+            },
+            probes: vec![("memcg_reclaim", true), ("zswap", false)],
+            programs: vec![ProgramCost {
+                program: "memcg_reclaim_end",
+                runs: 3,
+                run_ns: 900,
+                misses: 0,
+            }],
         };
         let p = render(&e, Format::Prometheus);
         assert!(p.contains("# TYPE vmtrace_memcg_reclaim_seconds histogram\n"));
@@ -522,18 +597,25 @@ mod tests {
         assert!(
             p.contains("vmtrace_cgroup_memcg_reclaim_seconds_count{cgroup=\"/a \\\"b\\\"\"} 2\n")
         );
+        assert!(p.contains("vmtrace_cgroup_memory_waiting_seconds_total{cgroup=\"/\"} 0.00001\n"));
         assert!(p.contains(
-            "vmtrace_cgroup_memory_pressure_seconds_total{cgroup=\"/\",kind=\"some\"} 0.00001\n"
+            "# TYPE vmtrace_reclaim_pages_total counter\nvmtrace_reclaim_pages_total{context=\"memcg\"} 5\n"
         ));
-        assert!(p.contains(
-            "# TYPE vmtrace_memcg_reclaims_total counter\nvmtrace_memcg_reclaims_total 2\n"
-        ));
+        assert!(!p.contains("vmtrace_memcg_reclaims_total"));
         assert!(p.contains("vmtrace_vmstat_pswpout_total 7\n"));
         assert!(p.contains("vmtrace_lru_reclaimed_pages_total{context=\"kswapd\"} 32\n"));
+        assert!(p.contains(
+            "# TYPE vmtrace_build_info gauge\nvmtrace_build_info{version=\"0.1.0\",kernel=\"6.18.44\"} 1\n"
+        ));
+        assert!(p.contains("vmtrace_probe_enabled{probe=\"memcg_reclaim\"} 1\n"));
+        assert!(p.contains("vmtrace_probe_enabled{probe=\"zswap\"} 0\n"));
+        assert!(p.contains(
+            "vmtrace_program_run_seconds_total{program=\"memcg_reclaim_end\"} 0.0000009\n"
+        ));
         assert!(!p.contains("# EOF"));
         let o = render(&e, Format::OpenMetrics);
         assert!(
-            o.contains("# TYPE vmtrace_memcg_reclaims counter\nvmtrace_memcg_reclaims_total 2\n")
+            o.contains("# TYPE vmtrace_reclaim_pages counter\nvmtrace_reclaim_pages_total{context=\"memcg\"} 5\n")
         );
         assert!(o.ends_with("# EOF\n"));
         assert!(p.is_ascii() && o.is_ascii());
@@ -542,5 +624,76 @@ mod tests {
             Format::OpenMetrics
         );
         assert_eq!(Format::from_accept("*/*"), Format::Prometheus);
+    }
+
+    /// docs/grafana-vmtrace.json: every series a query names is one an
+    /// exposition holds (with every histogram, counter and vmstat item),
+    /// every query selects on job and instance, every quantile is over
+    /// buckets summed by le, and nothing asks for an import-time input
+    /// (a provisioned file gets none).
+    #[test]
+    fn the_dashboard_queries_what_vmtrace_exports() {
+        let mut stalls = CgroupStalls::default();
+        stalls.memcg[4] = 1;
+        stalls.direct[4] = 1;
+        let e = Exposition {
+            hists: Hist::ALL
+                .iter()
+                .map(|&h| (h, vec![1u64; BUCKETS]))
+                .collect(),
+            counters: Counter::ALL.iter().map(|&c| (c, 1)).collect(),
+            cgroups: vec![CgroupRow {
+                name: "/a".into(),
+                stalls,
+                psi_us: Some((1, 1)),
+            }],
+            psi_us: Some((1, 1)),
+            vmstat: VMSTAT_ITEMS.iter().map(|&i| (i, 1)).collect(),
+            build: BuildInfo {
+                version: "0".into(),
+                kernel: "0".into(),
+            },
+            ..Default::default()
+        };
+        let text = render(&e, Format::Prometheus);
+        let series: std::collections::HashSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/grafana-vmtrace.json");
+        let raw = std::fs::read_to_string(path).expect("the dashboard");
+        assert!(!raw.contains("DS_PROMETHEUS") && !raw.contains("__inputs"));
+        let d: serde_json::Value = serde_json::from_str(&raw).expect("JSON");
+        let mut exprs = Vec::new();
+        for panel in d["panels"].as_array().expect("panels") {
+            for t in panel["targets"].as_array().into_iter().flatten() {
+                exprs.push(t["expr"].as_str().expect("expr").to_string());
+            }
+        }
+        for v in d["templating"]["list"].as_array().expect("variables") {
+            if v["type"] == "query" {
+                exprs.push(v["query"].as_str().expect("query").to_string());
+            }
+        }
+        assert!(exprs.len() > 10, "{exprs:?}");
+        for x in &exprs {
+            let names: Vec<&str> = x
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with("vmtrace_"))
+                .collect();
+            assert!(!names.is_empty(), "{x}");
+            for n in names {
+                assert!(series.contains(n), "{n} (in {x}) is not exported");
+            }
+            let instance = x.contains("instance=~\"$instance\"");
+            assert!(
+                instance || x.starts_with("label_values(vmtrace_build_info"),
+                "{x}"
+            );
+            if x.contains("histogram_quantile") {
+                assert!(x.contains("sum by (") && x.contains("le)"), "{x}");
+            }
+        }
     }
 }
