@@ -34,6 +34,8 @@ fn attach_by_pid_follows_children_forked_later() {
         .expect("start the outsider");
     let rec_path = scratch().join("attach.vmtrace.json");
     let _ = std::fs::remove_file(&rec_path);
+    let stats_before =
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").expect("bpf_stats_enabled");
     let started = Instant::now();
     let out = vmtrace(&[
         "attach",
@@ -41,6 +43,7 @@ fn attach_by_pid_follows_children_forked_later() {
         &job.id().to_string(),
         "--duration",
         "60",
+        "--bpf-stats",
         "--json",
         "-o",
         &rec_path.to_string_lossy(),
@@ -48,6 +51,12 @@ fn attach_by_pid_follows_children_forked_later() {
     .output()
     .expect("run vmtrace attach");
     let _ = job.wait();
+    // --bpf-stats after attach gave up its privileges: the programs'
+    // costs were counted, and kernel.bpf_stats_enabled is back to what
+    // it was (attach keeps CAP_SYS_ADMIN for bpf_stats_handler).
+    let stats_after =
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").expect("bpf_stats_enabled");
+    assert_eq!(stats_after.trim(), stats_before.trim());
     let _ = outsider.wait();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -82,6 +91,15 @@ fn attach_by_pid_follows_children_forked_later() {
     let rec = recording(&rec_path);
     assert_eq!(rec["workload"]["name"], "attach");
     assert_eq!(rec["runs"][0]["report"]["attached"], true);
+    let costs = rec["runs"][0]["report"]["program_costs"]
+        .as_array()
+        .expect("program_costs with --bpf-stats");
+    let ran = |name: &str| {
+        costs.iter().any(|c| {
+            c["program"] == name && c["runs"].as_u64() > Some(0) && c["run_ns"].as_u64() > Some(0)
+        })
+    };
+    assert!(ran("target_fork"), "{costs:?}");
 }
 
 /// A memory box of `mem_limit` bytes with 1 GiB of swap, made with
