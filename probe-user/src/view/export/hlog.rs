@@ -34,7 +34,7 @@ pub fn render(rec: &Recording) -> Result<String> {
         .filter(|&t| t > 0.0)
         .reduce(f64::min)
         .unwrap_or(0.0);
-    let at = UNIX_EPOCH + Duration::from_secs_f64(base.max(0.0));
+    let at = UNIX_EPOCH + secs(base)?;
     let mut out = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
     let mut log = IntervalLogWriterBuilder::new()
@@ -50,7 +50,6 @@ pub fn render(rec: &Recording) -> Result<String> {
         .with_max_value_divisor(1e6)
         .begin_log_with(&mut out, &mut serializer)?;
     let several = rec.runs.len() > 1;
-    let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
     for (i, run) in rec.runs.iter().enumerate() {
         let r = &run.report;
         let prefix = if several {
@@ -66,7 +65,7 @@ pub fn render(rec: &Recording) -> Result<String> {
         let mut write = |tag: &str, start: f64, length: f64, payload: &str| -> Result<()> {
             let h = histogram::decode(payload)?;
             let tag = Tag::new(tag).with_context(|| format!("histogram tag {tag:?}"))?;
-            log.write_histogram(&h, secs(start), secs(length), Some(tag))
+            log.write_histogram(&h, secs(start)?, secs(length)?, Some(tag))
                 .map_err(|e| anyhow!("writing the interval log: {e}"))
         };
         let mut prev_t = 0.0;
@@ -95,4 +94,24 @@ pub fn render(rec: &Recording) -> Result<String> {
     }
     drop(log);
     String::from_utf8(out).context("the interval log is ASCII")
+}
+
+/// A time of the recording as a duration: negative as 0, and one no
+/// duration holds (a recording from elsewhere may say 1e300 s) refused
+/// in one line instead of overflowing.
+fn secs(s: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(s.max(0.0))
+        .map_err(|_| anyhow!("the recording holds an impossible time ({s} s); it is corrupt"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_times_are_refused_not_overflowed() {
+        assert_eq!(secs(-3.0).expect("clamped"), Duration::ZERO);
+        assert_eq!(secs(1.5).expect("fine"), Duration::from_millis(1500));
+        assert!(secs(1e300).is_err() && secs(f64::INFINITY).is_err());
+    }
 }
