@@ -142,9 +142,12 @@ impl Evidence<'_> {
     }
 
     /// The way into reclaim whose stall time per run moved most (among
-    /// those that moved by compare's rules: analysis/entries.rs), in its
-    /// first callers, with the change: `memcg via do_swap_page <
-    /// handle_mm_fault < ... (+225ms/run)`.
+    /// those that moved by compare's rules: analysis/entries.rs), by the
+    /// first callers where it parts from every other way of its context
+    /// (the memcg charge path, try_charge_memcg < charge_memcg <
+    /// __mem_cgroup_charge, is every charging way's: no way is told
+    /// apart by it), with the change: `memcg via ... <
+    /// __filemap_add_folio < filemap_add_folio < ... (+1.6s/run)`.
     fn way_that_moved_most(&self) -> Option<String> {
         let diff = |r: &EntryRow| r.changes[self.g - 1].map_or(0.0, |c| c.diff);
         let way = self
@@ -152,10 +155,33 @@ impl Evidence<'_> {
             .iter()
             .filter(|r| r.moved.get(self.g - 1) == Some(&true))
             .max_by(|a, b| diff(a).abs().total_cmp(&diff(b).abs()))?;
-        let chain = entry_chain(&way.frames);
-        let mut callers: Vec<&str> = chain.split(" < ").take(3).collect();
-        if chain.split(" < ").count() > 3 {
+        let shared = self
+            .entries
+            .iter()
+            .filter(|r| r.context == way.context && r.frames != way.frames)
+            .map(|r| {
+                r.frames
+                    .iter()
+                    .zip(&way.frames)
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        // entry_chain leaves out the first frame it is given: the last
+        // shared one (or the reclaim function itself).
+        let from = shared.clamp(1, way.frames.len().max(1)) - 1;
+        let mut chain = entry_chain(&way.frames[from..]);
+        if chain.is_empty() {
+            chain = entry_chain(&way.frames);
+        }
+        let pieces: Vec<&str> = chain.split(" < ").collect();
+        let mut callers: Vec<&str> = pieces.iter().take(3).copied().collect();
+        if pieces.len() > 3 {
             callers.push("...");
+        }
+        if from > 0 {
+            callers.insert(0, "...");
         }
         let d = diff(way);
         Some(format!(

@@ -320,6 +320,21 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     let text = compare(&a, &b, false);
     let ab_moved = moved(&ab);
     eprintln!("ways that moved, B vs A: {}", ab_moved.len());
+    let reclaim_hint = ab["versus"][0]["hints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|h| h["mechanism"] == "reclaim")
+        .and_then(|h| h["text"].as_str())
+        .unwrap_or("")
+        .to_string();
+    eprintln!("reclaim mechanism: {reclaim_hint}");
+    // The mechanism line names that way where it leaves the charge path
+    // every charging way shares (the read's page cache insertion).
+    assert!(
+        !reclaim_hint.contains("moved most:") || reclaim_hint.contains("filemap"),
+        "{reclaim_hint}"
+    );
     assert!(
         ab_moved
             .first()

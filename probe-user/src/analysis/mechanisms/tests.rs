@@ -424,4 +424,53 @@ fn reclaim_names_the_way_in_that_moved_most() {
         ..b_vs_a(&[], true)
     };
     assert_eq!(none.way_that_moved_most(), None);
+    // Two ways through the same charge path: the read is told apart
+    // where it leaves it, not by the frames every charging way has.
+    let charge = [
+        "try_to_free_mem_cgroup_pages",
+        "try_charge_memcg",
+        "charge_memcg",
+    ];
+    fn with<'a>(charge: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
+        [charge, rest].concat()
+    }
+    let entries = [
+        way(
+            &with(
+                &charge,
+                &[
+                    "__mem_cgroup_charge",
+                    "alloc_anon_folio",
+                    "do_anonymous_page",
+                ],
+            ),
+            0.1,
+            false,
+        ),
+        way(
+            &with(
+                &charge,
+                &[
+                    "__mem_cgroup_charge",
+                    "__filemap_add_folio",
+                    "filemap_add_folio",
+                    "page_cache_ra_unbounded",
+                    "filemap_read",
+                    "vfs_read",
+                ],
+            ),
+            1.6,
+            true,
+        ),
+    ];
+    let e = Evidence {
+        entries: &entries,
+        ..b_vs_a(&[], true)
+    };
+    assert_eq!(
+        e.way_that_moved_most().as_deref(),
+        Some(
+            "memcg via ... < __filemap_add_folio < filemap_add_folio < page_cache_ra_unbounded < ... (+1.6s/run)"
+        )
+    );
 }
