@@ -2,6 +2,7 @@
 //! hold, together at most the difference, shares by evidence.
 
 use super::*;
+use crate::model::report::ZoneTypeCounts;
 
 /// Group B against A over `metrics`, with no time budget.
 fn b_vs_a(metrics: &[MetricRow], judgeable: bool) -> Evidence<'_> {
@@ -368,24 +369,27 @@ fn zone_shift_names_the_zones_that_moved() {
     assert!(zone_shift(&[&a], &[&a]).is_none());
 }
 
-/// The reclaim mechanism names the way in that moved most (of those
-/// that moved), in its first callers; one that did not move is not
-/// named, however large its change.
-#[test]
-fn reclaim_names_the_way_in_that_moved_most() {
-    use super::super::Change;
-    let frames = |fs: &[&str]| fs.iter().map(|f| f.to_string()).collect::<Vec<_>>();
-    let way = |fs: &[&str], diff: f64, moved: bool| EntryRow {
+/// A memcg way in through `frames` whose stall per run moved by
+/// `diff` seconds, significantly when `moved`.
+fn way(frames: &[&str], diff: f64, moved: bool) -> EntryRow {
+    EntryRow {
         context: "memcg".into(),
-        frames: frames(fs),
+        frames: frames.iter().map(|f| f.to_string()).collect(),
         groups: vec![None, None],
-        changes: vec![Some(Change {
+        changes: vec![Some(super::super::Change {
             diff,
             pct: None,
             welch: None,
         })],
         moved: vec![moved],
-    };
+    }
+}
+
+/// The reclaim mechanism names the way in that moved most (of those
+/// that moved), in its first callers; one that did not move is not
+/// named, however large its change.
+#[test]
+fn reclaim_names_the_way_in_that_moved_most() {
     let entries = [
         way(
             &[
@@ -424,8 +428,12 @@ fn reclaim_names_the_way_in_that_moved_most() {
         ..b_vs_a(&[], true)
     };
     assert_eq!(none.way_that_moved_most(), None);
-    // Two ways through the same charge path: the read is told apart
-    // where it leaves it, not by the frames every charging way has.
+}
+
+/// Two ways through the same charge path: the read is told apart where
+/// it leaves it, not by the frames every charging way has.
+#[test]
+fn a_way_in_is_named_where_it_parts_from_the_others() {
     let charge = [
         "try_to_free_mem_cgroup_pages",
         "try_charge_memcg",
