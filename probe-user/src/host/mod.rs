@@ -13,6 +13,7 @@ pub mod private_dir;
 pub mod privilege;
 pub mod proc;
 pub mod recording_file;
+pub mod root_program;
 pub mod swapdev;
 pub mod swapfile;
 pub mod sysctl;

@@ -94,11 +94,8 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     let mut unboxed = opts.clone();
     unboxed.command = guest_memory_is_the_pressure(&opts.command);
     let opts = &unboxed;
-    preflight::require_tools(&[
-        ("qemu-system-x86_64", "qemu-system-x86"),
-        ("mkfs.ext4", "e2fsprogs"),
-        ("mkswap", "util-linux"),
-    ])?;
+    qemu::find()?;
+    preflight::require_tools(&[("mkfs.ext4", "e2fsprogs"), ("mkswap", "util-linux")])?;
     if opts.storage == Storage::Image {
         preflight::require_tools(&[("unshare", "util-linux")])?;
     }

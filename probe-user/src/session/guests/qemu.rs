@@ -13,6 +13,53 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+/// QEMU's binary.
+const QEMU: &str = "qemu-system-x86_64";
+
+/// The QEMU that boots the guests, found once.
+static PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Finds QEMU where `cargo xtask setup` leaves it: on PATH (Debian's
+/// qemu-system-x86, when apt could install it without removing a
+/// package), else the private copy setup unpacks under $CARGO_HOME
+/// (`bin/` links to `vmtrace-qemu/usr/bin/`), taken only if root's alone
+/// (`host::root_program`). Missing: one line that says how to get it
+/// without `apt-get install`, which on a machine with backports'
+/// qemu-utils would remove the user's package.
+pub fn find() -> Result<&'static Path> {
+    if let Some(p) = PROGRAM.get() {
+        return Ok(p);
+    }
+    let homes = [
+        std::env::var_os("CARGO_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")),
+        Some(PathBuf::from("/root/.cargo")),
+    ];
+    let candidates: Vec<PathBuf> = homes
+        .into_iter()
+        .flatten()
+        .flat_map(|h| {
+            [
+                h.join("bin").join(QEMU),
+                h.join("vmtrace-qemu/usr/bin").join(QEMU),
+            ]
+        })
+        .collect();
+    let found = crate::host::root_program::find(QEMU, &candidates).map_err(|why| {
+        anyhow::anyhow!(
+            "{QEMU} not found (on PATH or set up under $CARGO_HOME{}): `cargo xtask setup` \
+             in vmtrace's tree installs it without removing packages (Debian's \
+             qemu-system-x86 when apt can, else a private copy)",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!("; {why}")
+            }
+        )
+    })?;
+    Ok(PROGRAM.get_or_init(|| found))
+}
+
 /// How a guest ended.
 #[derive(Debug, PartialEq)]
 pub enum Ended {
@@ -140,7 +187,7 @@ pub fn option_value(path: &Path) -> String {
 
 impl Guest<'_> {
     pub fn command(&self) -> Command {
-        let mut c = Command::new("qemu-system-x86_64");
+        let mut c = Command::new(find().map_or(Path::new(QEMU), |p| p));
         c.args(["-nodefaults", "-no-reboot", "-display", "none"]);
         if self.kvm {
             c.args(["-accel", "kvm", "-cpu", "host"]);
@@ -216,9 +263,7 @@ impl Guest<'_> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .context("starting qemu-system-x86_64 (install qemu-system-x86)")?;
+        let mut child = cmd.spawn().with_context(|| format!("starting {QEMU}"))?;
         let started = Instant::now();
         loop {
             if let Some(status) = child.try_wait()? {
