@@ -117,8 +117,10 @@ fn report_shows_every_run_as_recorded() {
         }
         let json = vmtrace(&["report", "--json", &path.to_string_lossy()]);
         let v: Value = serde_json::from_slice(&json.stdout).expect("report --json is JSON");
-        assert_eq!(v["format"], "vmtrace-recording");
-        assert_eq!(v["runs"].as_array().map(Vec::len), Some(rec.runs.len()));
+        assert_eq!(v["format"], "vmtrace-report");
+        let one = &v["recordings"][0];
+        assert_eq!(one["format"], "vmtrace-recording");
+        assert_eq!(one["runs"].as_array().map(Vec::len), Some(rec.runs.len()));
     }
 }
 
@@ -265,20 +267,29 @@ fn a_recordings_control_characters_are_escaped_everywhere() {
     assert_eq!(controls(&shown), vec![], "{shown}");
 }
 
+/// Where `cargo xtask setup` put the Python packages the tests use
+/// (VMTRACE_PYTHONPATH overrides).
+fn python_path() -> PathBuf {
+    std::env::var_os("VMTRACE_PYTHONPATH").map_or_else(
+        || {
+            std::env::var_os("CARGO_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
+                })
+                .join("vmtrace-python")
+        },
+        PathBuf::from,
+    )
+}
+
 /// The hlog export, decoded by HdrHistogram's Python port (PyPI
 /// `hdrhistogram`, installed by `cargo xtask setup`), gives vmtrace's own
 /// count, p50, p90, p99 and max for every histogram of every run, and
 /// its intervals add up to the whole run.
 #[test]
 fn hlog_decodes_in_hdrhistogram_python() {
-    let pythonpath = std::env::var_os("VMTRACE_PYTHONPATH").unwrap_or_else(|| {
-        let home = std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
-            });
-        home.join("vmtrace-python").into_os_string()
-    });
+    let pythonpath = python_path();
     assert!(
         Path::new(&pythonpath).join("hdrh").is_dir(),
         "the PyPI hdrhistogram package is not in {}: run `cargo xtask setup`",
@@ -520,4 +531,133 @@ fn views_match_the_golden_files() {
         }
     }
     let _ = std::fs::remove_dir_all(&split);
+}
+
+/// The JSON Schemas under docs/schema are the ones vmtrace generates
+/// from its types (`VMTRACE_BLESS=1 cargo test --test recordings
+/// schemas` rewrites them): a change to the JSON is a change to these
+/// files, reviewed in the commit that makes it.
+#[test]
+fn checked_in_schemas_are_the_generated_ones() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema");
+    let bless = std::env::var_os("VMTRACE_BLESS").is_some();
+    for name in vmtrace::view::json::SCHEMAS {
+        let out = vmtrace(&["generate", "schema", name]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let file = docs.join(format!("{name}.schema.json"));
+        if bless {
+            std::fs::create_dir_all(&docs).expect("docs/schema");
+            std::fs::write(&file, &out.stdout).expect("write schema");
+            continue;
+        }
+        let want = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            out.stdout == want,
+            "{} is not what `vmtrace generate schema {name}` prints: bless with \
+             VMTRACE_BLESS=1 cargo test --test recordings schemas",
+            file.display()
+        );
+    }
+    let out = vmtrace(&["generate", "schema", "nonesuch"]);
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("name one of: run"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// Checks `docs` against `vmtrace generate schema NAME` with the PyPI
+/// jsonschema validator (probe-user/tests/schema_check.py): its output
+/// and whether every document was valid.
+fn validate(name: &str, docs: &[PathBuf]) -> (String, bool) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let schema = dir.join(format!("{name}.schema.json"));
+    let out = vmtrace(&["generate", "schema", name]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::fs::write(&schema, &out.stdout).expect("write schema");
+    let py = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema_check.py"))
+        .arg(&schema)
+        .args(docs)
+        .env("PYTHONPATH", python_path())
+        .output()
+        .expect("python3 runs");
+    (
+        format!("{}{}", text(&py.stdout), text(&py.stderr)),
+        py.status.success(),
+    )
+}
+
+/// Every golden JSON output (report and compare, each recording as
+/// `export --format json` writes it, and the run, attach and probes
+/// documents under docs/schema/examples, printed by real runs on this
+/// project's machines) is valid against its command's generated schema,
+/// checked by an independent validator (PyPI jsonschema); a document
+/// with a field the schema does not know, at the top or deep inside, is
+/// not.
+#[test]
+fn golden_json_is_valid_against_the_generated_schemas() {
+    assert!(
+        python_path().join("jsonschema").is_dir(),
+        "the PyPI jsonschema package is not in {}: run `cargo xtask setup`",
+        python_path().display()
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let golden = root.join("tests/corpus/golden");
+    let examples = root.join("../docs/schema/examples");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let mut exported = Vec::new();
+    for path in good() {
+        let out = dir.join(path.file_name().expect("file name"));
+        let ran = vmtrace(&[
+            "export",
+            &path.to_string_lossy(),
+            "--format",
+            "json",
+            "-o",
+            &out.to_string_lossy(),
+        ]);
+        assert!(ran.status.success(), "{}", text(&ran.stderr));
+        exported.push(out);
+    }
+    let reports = corpus_files_in(&golden, ".report.json");
+    let compares = corpus_files_in(&golden, ".json")
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("compare"))
+        .collect::<Vec<_>>();
+    for (name, docs) in [
+        ("report", reports),
+        ("compare", compares.clone()),
+        ("recording", exported),
+        ("run", vec![examples.join("run.json")]),
+        ("attach", vec![examples.join("attach.json")]),
+        ("probes", vec![examples.join("probes.json")]),
+    ] {
+        assert!(!docs.is_empty(), "no {name} documents");
+        let (said, valid) = validate(name, &docs);
+        assert!(valid, "{name}: {said}");
+        assert!(said.contains(&format!("{} valid", docs.len())), "{said}");
+    }
+    // The validator and the schema refuse what vmtrace would never print.
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&compares[0]).expect("golden"))
+            .expect("JSON");
+    doc["columns"][0]["comparison"]["versus"][0]["bogus_field"] = 1.into();
+    let bad = dir.join("bogus-compare.json");
+    std::fs::write(&bad, doc.to_string()).expect("write");
+    let (said, valid) = validate("compare", &[bad]);
+    assert!(!valid && said.contains("bogus_field"), "{said}");
+}
+
+/// The files in `dir` whose names end in `suffix`, sorted.
+fn corpus_files_in(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("golden dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
 }

@@ -70,8 +70,14 @@ enum Task {
         /// Instead: `vmtrace attach --serve` for MINUTES while memory
         /// boxes come and go, scraped every second (RSS, scrape latency,
         /// lost events; soak.md). 30 for the documented run
-        #[arg(long, value_name = "MINUTES")]
+        #[arg(long, value_name = "MINUTES", conflicts_with = "cardinality")]
         soak: Option<u64>,
+        /// Instead: `vmtrace attach --serve` at the default cap while
+        /// CGROUPS cgroups stall in memcg reclaim and stay (series,
+        /// scrape size and latency, RSS, promtool; with fine and coarse
+        /// per-cgroup buckets; cardinality.md). 300 for the documented run
+        #[arg(long, value_name = "CGROUPS")]
+        cardinality: Option<usize>,
     },
 }
 
@@ -89,12 +95,14 @@ fn main() {
             tools,
             out,
             soak,
+            cardinality,
         } => bench::bench(&bench::BenchOptions {
             rounds,
             workloads,
             tools,
             out,
             soak,
+            cardinality,
         }),
     };
     if let Err(e) = result {

@@ -424,7 +424,10 @@ pub const LRU_LISTS: u32 = 5;
 /// index the reclaim may take pages from, LRU list).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "user",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
+)]
 pub struct LruIsolate {
     pub events: u64,
     pub nr_requested: u64,
@@ -523,7 +526,10 @@ pub const fn priority_cell(ctx: ReclaimContext, priority: u32) -> u32 {
 /// LRU type. Names are the tracepoint's own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "user",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
+)]
 pub struct LruShrinkInactive {
     pub events: u64,
     pub nr_scanned: u64,
@@ -541,7 +547,10 @@ pub struct LruShrinkInactive {
 /// One cell of `LRU_SHRINK_ACTIVE` (`mm_vmscan_lru_shrink_active`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "user",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
+)]
 pub struct LruShrinkActive {
     pub events: u64,
     pub nr_taken: u64,

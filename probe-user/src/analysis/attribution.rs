@@ -37,6 +37,7 @@ use serde::Serialize;
 use super::measures::{Measure, delays};
 use super::{AttributionRow, ElapsedSplit, MetricRow};
 use crate::model::report::{ReclaimReport, RunReport, StallSplit};
+use crate::model::schema::names_schema;
 
 /// The components of a run's time budget, in the order shown.
 ///
@@ -188,11 +189,12 @@ impl Serialize for Component {
         s.serialize_str(self.label())
     }
 }
+names_schema!(Component, Component::ALL.map(Component::label));
 
 /// What a comparison's budgets are computed from: a measured source
 /// only where every run has it, so that both groups' figures mean the
 /// same thing; else the older source, marked, for every run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Basis {
     /// Reclaim stalls split at the scheduler (on-CPU, asleep).
     pub reclaim_split: bool,

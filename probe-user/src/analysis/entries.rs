@@ -30,7 +30,7 @@ pub const MIN_SHARE: f64 = 0.10;
 const MAX_ROWS: usize = 20;
 
 /// One way in, across the groups.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct EntryRow {
     pub context: String,
     /// Innermost first, as recorded.

@@ -37,6 +37,7 @@ use super::measures::Measure;
 use super::{GroupInput, MetricRow};
 use crate::model::recording::environment::{DelayAccounting, Environment, mthp_line};
 use crate::model::report::{CgroupVersion, RunReport};
+use crate::model::schema::names_schema;
 
 /// A setting that can redefine measures when it differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,15 @@ pub enum Setting {
 }
 
 impl Setting {
+    /// Every setting, in the order of the enum.
+    pub const ALL: [Setting; 5] = [
+        Setting::Mglru,
+        Setting::BoxCgroup,
+        Setting::DelayAccounting,
+        Setting::Thp,
+        Setting::JobFileSystem,
+    ];
+
     /// As printed: for reading only, no decision reads it.
     pub fn name(self) -> &'static str {
         match self {
@@ -67,9 +77,10 @@ impl Serialize for Setting {
         s.serialize_str(self.name())
     }
 }
+names_schema!(Setting, Setting::ALL.map(Setting::name));
 
 /// A setting that differs between the groups and redefines some metrics.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Guard {
     pub setting: Setting,
     /// The setting's value(s) in each group.

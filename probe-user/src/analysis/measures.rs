@@ -11,13 +11,14 @@ use serde::Serialize;
 
 use super::stats::{Describe, describe, welch};
 use super::{Change, MetricRow};
+use crate::model::schema::names_schema;
 use crate::model::{
     report::{DelayReport, ReclaimReport, RunReport, SwapCauses},
     sample::Psi,
 };
 
 /// How a measure is counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     Seconds,
@@ -28,7 +29,7 @@ pub enum Unit {
 }
 
 /// Whose tasks a measure counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// The command's tasks (rusage, delay accounting, the probes'
@@ -301,6 +302,7 @@ impl Serialize for Measure {
         s.serialize_str(self.label())
     }
 }
+names_schema!(Measure, Measure::ALL.iter().map(|m| m.label()));
 
 /// Runs `f` with every measure's label renamed (tests: a decision that
 /// reads a label changes under it).

@@ -34,6 +34,7 @@ use super::{AttributionRow, GroupInfo, Hint, MetricRow};
 use crate::model::entries::entry_chain;
 use crate::model::format::{fmt_count_short, fmt_secs};
 use crate::model::report::RunReport;
+use crate::model::schema::names_schema;
 
 /// A kind of cause a hint names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +54,22 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
+    /// Every mechanism, in the order of the enum.
+    pub const ALL: [Mechanism; 12] = [
+        Mechanism::OomKills,
+        Mechanism::Zswap,
+        Mechanism::FileReads,
+        Mechanism::SwapIn,
+        Mechanism::Reclaim,
+        Mechanism::Kswapd,
+        Mechanism::CpuContention,
+        Mechanism::Refaults,
+        Mechanism::SwapOut,
+        Mechanism::Compaction,
+        Mechanism::SystemCpu,
+        Mechanism::Zones,
+    ];
+
     /// As printed and serialised: for reading only.
     pub fn name(self) -> &'static str {
         match self {
@@ -78,6 +95,7 @@ impl Serialize for Mechanism {
         s.serialize_str(self.name())
     }
 }
+names_schema!(Mechanism, Mechanism::ALL.map(Mechanism::name));
 
 /// What the mechanisms read: group `g` against the baseline.
 struct Evidence<'a> {

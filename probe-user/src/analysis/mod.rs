@@ -48,7 +48,7 @@ pub struct GroupInput<'a> {
     pub recordings: Vec<&'a Recording>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub test: String,
     pub groups: Vec<GroupInfo>,
@@ -68,7 +68,7 @@ pub struct Comparison {
     pub entries: Vec<entries::EntryRow>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct GroupInfo {
     pub label: String,
     pub kernel_release: String,
@@ -80,7 +80,7 @@ pub struct GroupInfo {
     pub failed: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct MetricRow {
     /// Serialised as `name`, the measure's label.
     #[serde(rename = "name")]
@@ -98,7 +98,7 @@ pub struct MetricRow {
     pub guard: Option<Setting>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub diff: f64,
     /// Relative to the baseline mean (None when that is 0).
@@ -115,7 +115,7 @@ impl Change {
 
 /// A group against the baseline: the verdict on elapsed time and the
 /// mechanisms behind it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Versus {
     pub label: String,
     pub elapsed: Option<Change>,
@@ -132,7 +132,7 @@ pub struct Versus {
 }
 
 /// The verdict on a group's elapsed time against the baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Verdict {
     #[serde(rename = "slower")]
     Slower,
@@ -158,7 +158,7 @@ impl Verdict {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Hint {
     pub mechanism: Mechanism,
     /// Seconds of elapsed difference linked to it (ranking key).
@@ -168,7 +168,7 @@ pub struct Hint {
 
 /// One component of the job's time budget (CPU-seconds or task-seconds,
 /// `unit`), and its part of each elapsed difference.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct AttributionRow {
     pub component: Component,
     /// The unit of `means` and `diffs`: "CPU-s" (CPU time) or "task-s"
@@ -201,7 +201,7 @@ pub struct AttributionRow {
 /// A group's elapsed difference to the baseline split into what the
 /// budget's components explain and what they do not; `explained` plus
 /// `unexplained` is `difference`, both with its sign.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ElapsedSplit {
     /// Mean elapsed seconds, this group less the baseline.
     pub difference: f64,

@@ -21,7 +21,7 @@
 use serde::Serialize;
 
 /// Mean, sample standard deviation, min and max of a group's values.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Describe {
     pub n: usize,
     pub mean: f64,
@@ -52,7 +52,7 @@ pub fn describe(values: &[f64]) -> Option<Describe> {
 }
 
 /// Welch's unequal-variances t-test of two groups.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Welch {
     pub t: f64,
     /// Welch-Satterthwaite degrees of freedom.

@@ -11,7 +11,7 @@ use super::{Comparison, GroupInput, compare};
 use crate::model::recording::Recording;
 
 /// One sweep value's comparison.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Column {
     /// The sweep value (`-j5`); empty without a sweep.
     pub sweep_value: String,
@@ -95,7 +95,8 @@ fn runs_of(r: &Recording, v: &str) -> Option<Recording> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::compare::columns::{render, to_json};
+    use crate::view::compare::columns::render;
+    use crate::view::json::{CompareDocument, to_json};
 
     #[test]
     fn a_sweep_is_compared_value_by_value() {
@@ -168,6 +169,10 @@ mod tests {
         let (one, none) = compare_columns(&inputs(&j4, &j4), false).unwrap();
         assert_eq!(one[0].sweep_value, "-j4");
         assert!(!render(&one, &none, false).contains("=="));
-        assert!(to_json(&one, &none).unwrap().contains("\"versus\""));
+        let doc = CompareDocument {
+            columns: &one,
+            not_compared: &none,
+        };
+        assert!(to_json(&doc).unwrap().contains("\"versus\""));
     }
 }

@@ -9,9 +9,8 @@ use anyhow::Result;
 use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs, views};
 use crate::{
     host::membox::BoxSpec,
-    model::report::RunReport,
     session::{attach::AttachOptions, guests, job, progress::Progress, run_options::RunOptions},
-    view::report::RunsTable,
+    view::{json, report::RunsTable},
 };
 
 /// A command-line error as one line (clap's message, its lines joined,
@@ -95,7 +94,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 /// `vmtrace run`: a report per run as it ends, then (for several runs)
 /// the runs table, or everything as JSON; exits as the command did.
 fn run_command(args: RunArgs) -> Result<i32> {
-    let json = args.json;
+    let as_json = args.json;
     let progress = if args.quiet {
         Progress::Quiet
     } else {
@@ -131,7 +130,7 @@ fn run_command(args: RunArgs) -> Result<i32> {
         output: args.output,
     };
     let done = job::run_job(&opts, |report, total| {
-        if !json {
+        if !as_json {
             print!("{}", crate::view::report::to_text(report));
             if total > 1 {
                 println!();
@@ -139,17 +138,12 @@ fn run_command(args: RunArgs) -> Result<i32> {
         }
     })?;
     let table = RunsTable::of_recording(&done.recording);
-    if json {
-        let json = if done.total > 1 {
-            let runs: Vec<&RunReport> = done.recording.runs.iter().map(|r| &r.report).collect();
-            serde_json::json!({ "runs": runs, "summary": table })
-        } else {
-            serde_json::to_value(&done.recording.runs[0].report).unwrap_or_default()
+    if as_json {
+        let doc = json::RunDocument {
+            runs: done.recording.runs.iter().map(|r| &r.report).collect(),
+            summary: &table,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        );
+        println!("{}", json::to_json(&doc)?);
     } else if done.total > 1 {
         print!("{}", table.to_text());
     }
@@ -177,12 +171,13 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
                 listen,
                 public: args.serve_public,
                 max_cgroups: args.max_cgroups,
+                coarse_cgroups: args.cgroup_buckets == "coarse",
             }),
     };
-    let json = args.json;
+    let as_json = args.json;
     let path = job::attach_job(&opts, args.output.as_deref(), |report| {
-        if json {
-            println!("{}", serde_json::to_string_pretty(report)?);
+        if as_json {
+            println!("{}", json::to_json(&json::AttachDocument { report })?);
         } else {
             print!("{}", crate::view::report::to_text(report));
         }
@@ -218,18 +213,17 @@ fn kernels_options(a: KernelsArgs) -> guests::KernelsOptions {
 }
 
 /// `vmtrace probes`: the catalogue against this kernel.
-fn probes_command(json: bool) -> Result<i32> {
+fn probes_command(as_json: bool) -> Result<i32> {
     let listed = crate::session::tracer::probe_listing()?;
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&listed).unwrap_or_default()
-        );
+    let kernel = crate::host::proc::kernel_release();
+    if as_json {
+        let doc = json::ProbesDocument {
+            kernel: &kernel,
+            probes: &listed,
+        };
+        println!("{}", json::to_json(&doc)?);
     } else {
-        print!(
-            "{}",
-            crate::view::report::probes_text(&crate::host::proc::kernel_release(), &listed)
-        );
+        print!("{}", crate::view::report::probes_text(&kernel, &listed));
     }
     Ok(0)
 }

@@ -1,6 +1,8 @@
 //! `vmtrace generate`: man pages and shell completion scripts, generated
 //! from the clap definitions in `cli`, so that they never drift from the
-//! options vmtrace really takes. Printed, never installed.
+//! options vmtrace really takes, and the JSON Schemas of its JSON,
+//! generated from the types it serialises (`view::json`). Printed, never
+//! installed.
 
 use std::io::Write;
 
@@ -11,11 +13,20 @@ use clap_complete::Shell;
 use super::Cli;
 
 /// Writes what `kind` names to `out`: `man` (vmtrace's page, or with
-/// `command` that command's: `vmtrace-run(1)`), or `complete-SHELL`.
+/// `command` that command's: `vmtrace-run(1)`), `schema` (of `command`'s
+/// JSON) or `complete-SHELL`.
 pub fn generate(kind: &str, command: Option<&str>, out: &mut dyn Write) -> Result<()> {
     let mut cli = Cli::command();
     cli.build();
     match kind {
+        "schema" => {
+            let names = crate::view::json::SCHEMAS.join(", ");
+            let name = command.with_context(|| format!("schema of what? name one of: {names}"))?;
+            let schema = crate::view::json::schema(name)
+                .with_context(|| format!("no JSON Schema for `{name}`; name one of: {names}"))?;
+            writeln!(out, "{}", serde_json::to_string_pretty(&schema)?)
+                .context("writing the schema")?;
+        }
         "man" => {
             let man = match command {
                 None => clap_mangen::Man::new(cli),

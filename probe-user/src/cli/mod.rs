@@ -83,7 +83,8 @@ says why; `run` skips it with a notice and measures the rest. Needs root to read
 tracefs."
     )]
     Probes {
-        /// Print JSON instead of text
+        /// Print JSON instead of text: a `vmtrace-probes` document
+        /// (`vmtrace generate schema probes`)
         #[arg(long)]
         json: bool,
     },
@@ -152,7 +153,9 @@ vmtrace report --json run.vmtrace.json | jq .runs[0].report.usage"
         /// Recordings written by `vmtrace run` or `vmtrace attach`
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Print the recordings as JSON instead of text
+        /// Print the recordings as JSON instead of text: one
+        /// `vmtrace-report` document holding them all (`vmtrace generate
+        /// schema report`)
         #[arg(long)]
         json: bool,
     },
@@ -188,8 +191,8 @@ vmtrace compare good*.json --vs new*.json --fail-if slower:5 || echo slower"
         /// Also show each metric's stddev, min and max
         #[arg(long)]
         detail: bool,
-        /// Print JSON instead of text (as `run`, `attach` and `report`
-        /// do)
+        /// Print JSON instead of text: a `vmtrace-compare` document, one
+        /// column per sweep value (`vmtrace generate schema compare`)
         #[arg(long, conflicts_with = "format")]
         json: bool,
         /// The text's form: text, mail-ready (ASCII, <= 72 columns, no
@@ -254,25 +257,29 @@ vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
         #[arg(long)]
         redact: bool,
     },
-    /// Print a man page or a shell's completion script, generated from
-    /// these very options
+    /// Print a man page, a shell's completion script or a JSON Schema,
+    /// generated from vmtrace itself
     #[command(
         long_about = "Prints, on standard output, a man page (roff) for vmtrace or \
-one of its commands, or the completion script of a shell. Nothing is installed: \
+one of its commands, the completion script of a shell, or the JSON Schema \
+(draft 2020-12) of what a command prints with --json (run, attach, report, \
+compare, probes) or of a recording file (recording). Nothing is installed: \
 redirect it where your system looks.",
         after_help = "Examples:\n  \
 vmtrace generate man > vmtrace.1 && man -l vmtrace.1\n  \
 vmtrace generate man run > vmtrace-run.1\n  \
+vmtrace generate schema compare > vmtrace-compare.schema.json\n  \
 vmtrace generate complete-bash > /etc/bash_completion.d/vmtrace\n  \
 vmtrace generate complete-zsh > ~/.zfunc/_vmtrace\n  \
 vmtrace generate complete-fish > ~/.config/fish/completions/vmtrace.fish"
     )]
     Generate {
         /// What to print
-        #[arg(value_parser = ["man", "complete-bash", "complete-zsh", "complete-fish"])]
+        #[arg(value_parser = ["man", "schema", "complete-bash", "complete-zsh", "complete-fish"])]
         kind: String,
         /// With `man`: the command whose page to print (run, attach,
-        /// kernels, ...); vmtrace's own page without it
+        /// kernels, ...); vmtrace's own page without it. With `schema`:
+        /// run, attach, report, compare, probes or recording
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
@@ -374,7 +381,9 @@ anything. See docs/BENCHMARKS.md for the reclaim begin's cost with and without."
     )]
     pub no_probes: bool,
 
-    /// Print the report as JSON on stdout instead of text
+    /// Print JSON on stdout instead of text: a `vmtrace-run` document,
+    /// every run's report and the summary, for one run or many
+    /// (`vmtrace generate schema run`)
     #[arg(long)]
     pub json: bool,
 
@@ -533,7 +542,8 @@ pub struct AttachArgs {
     /// ./vmtrace-attach-KERNEL-UTCTIME.vmtrace.json]
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Print the report as JSON on stdout instead of text
+    /// Print the window's report as JSON on stdout instead of text: a
+    /// `vmtrace-attach` document (`vmtrace generate schema attach`)
     #[arg(long)]
     pub json: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics until stopped
@@ -552,6 +562,12 @@ pub struct AttachArgs {
     #[arg(long, value_name = "N", default_value_t = 256, requires = "serve",
           value_parser = clap::value_parser!(u32).range(1..=vmtrace_common::MAX_CGROUPS as i64))]
     pub max_cgroups: u32,
+    /// The per-cgroup histograms' bounds under --serve: `fine` (27, one
+    /// per power of two from 1 us to 69 s: 60 series a cgroup) or
+    /// `coarse` (7, x16 apart from 1 us to 17 s: 20 series a cgroup)
+    #[arg(long, value_name = "fine|coarse", default_value = "fine", requires = "serve",
+          value_parser = ["fine", "coarse"])]
+    pub cgroup_buckets: String,
 }
 
 /// `on` or `off` (also yes/no, y/n, 1/0).

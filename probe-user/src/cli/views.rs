@@ -14,6 +14,7 @@ use crate::{
     model::format::{printable, printable_lines},
     model::recording::Recording,
     session::preflight::check_writable,
+    view::json,
 };
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Recording>> {
@@ -26,15 +27,13 @@ fn colour_on_stdout() -> bool {
 }
 
 /// `vmtrace report`: each recording's text, coloured on a terminal.
-pub(super) fn report_command(files: &[PathBuf], json: bool) -> Result<i32> {
+pub(super) fn report_command(files: &[PathBuf], as_json: bool) -> Result<i32> {
     let recordings = read_all(files)?;
-    if json {
-        let v = if recordings.len() == 1 {
-            serde_json::to_value(&recordings[0])?
-        } else {
-            serde_json::to_value(&recordings)?
+    if as_json {
+        let doc = json::ReportDocument {
+            recordings: recordings.iter().collect(),
         };
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", json::to_json(&doc)?);
         return Ok(0);
     }
     let colour = colour_on_stdout();
@@ -97,7 +96,10 @@ pub(super) fn compare_command(
     match format {
         "json" => println!(
             "{}",
-            crate::view::compare::columns::to_json(&columns, &skipped)?
+            json::to_json(&json::CompareDocument {
+                columns: &columns,
+                not_compared: &skipped,
+            })?
         ),
         "auto" if colour_on_stdout() => {
             print!("{}", crate::view::report::colourize(&text()));

@@ -66,7 +66,7 @@ use crate::model::vmstat::VmStat;
 pub const MTHP_KEY: &str = "mthp/";
 
 /// THP events over the run, machine-wide (see the module comment).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThpCounters {
     pub fault_alloc: Option<u64>,
     pub fault_fallback: Option<u64>,
@@ -82,7 +82,7 @@ pub struct ThpCounters {
 }
 
 /// One mTHP size's counters (hugepages-<size>/stats).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MthpSizeCounters {
     /// As sysfs names it: `64kB`, `2048kB`.
     pub size: String,
@@ -93,7 +93,7 @@ pub struct MthpSizeCounters {
 }
 
 /// Compaction events over the run, machine-wide.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompactionCounters {
     pub stall: Option<u64>,
     pub fail: Option<u64>,
@@ -104,7 +104,9 @@ pub struct CompactionCounters {
 }
 
 /// Pages on each LRU list at one sample (the machine's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct LruSizes {
     pub inactive_anon: u64,
     pub active_anon: u64,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where the target's reclaims were entered: one row per way in
 /// (context, kernel stack, GFP flags, order), most stall time first.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReclaimEntries {
     pub paths: Vec<EntryPath>,
     /// Reclaims whose stack the kernel did not keep (a stack-map hash
@@ -25,7 +25,7 @@ impl ReclaimEntries {
 }
 
 /// One way into reclaim.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntryPath {
     /// `direct` or `memcg`.
     pub context: String,

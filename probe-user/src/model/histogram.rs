@@ -20,7 +20,7 @@ use vmtrace_common::hist::{BUCKETS, bucket_lower, bucket_upper};
 const HIGHEST: u64 = 1 << 62;
 
 /// One non-empty kernel bucket: values in [lower_ns, upper_ns].
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Bucket {
     pub lower_ns: u64,
     pub upper_ns: u64,
@@ -28,7 +28,7 @@ pub struct Bucket {
 }
 
 /// What a report shows of one latency histogram.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Summary {
     pub count: u64,
     /// Sum of bucket midpoints (within 1/32 of the true total).

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::sample::Psi;
 
 /// The cgroup hierarchy the memory box was made in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CgroupVersion {
     V1,
@@ -15,7 +15,7 @@ pub enum CgroupVersion {
 }
 
 /// What the box saw, as reported.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BoxReport {
     pub name: String,
     pub cgroup_version: Option<CgroupVersion>,

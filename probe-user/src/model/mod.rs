@@ -10,6 +10,7 @@ pub mod probes;
 pub mod recording;
 pub mod report;
 pub mod sample;
+pub mod schema;
 pub mod swap_causes;
 pub mod units;
 pub mod vmstat;

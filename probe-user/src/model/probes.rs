@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 /// One metric as `vmtrace probes` lists it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Listed {
     /// The metric's id (`kernel::probes::MetricId::name`).
     pub id: &'static str,

@@ -13,7 +13,7 @@ pub use crate::model::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};
 use crate::model::{histogram::Summary, vmstat::VmStat};
 
 /// How the traced command ended.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Exit {
     /// Exit code when it exited normally.
     pub code: Option<i32>,
@@ -26,7 +26,7 @@ pub struct Exit {
 }
 
 /// The kernel's resource usage of the command and its waited-for children.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     pub wall_s: f64,
     pub user_s: f64,
@@ -39,7 +39,7 @@ pub struct Usage {
     pub out_blocks: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReclaimReport {
     /// Stall time of each reclaim a target task entered.
     pub stalls: Summary,
@@ -58,7 +58,7 @@ pub struct ReclaimReport {
 /// in) and `sched_wakeup` (asleep -> runnable) while a span is open, on
 /// one clock (bpf_ktime_get_ns), so on_cpu + runnable + blocked is each
 /// span's wall time when no switch was missed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StallSplit {
     pub on_cpu_ns: u64,
     pub runnable_ns: u64,
@@ -83,7 +83,7 @@ impl StallSplit {
 
 /// One (node, context, LRU type) row of `mm_vmscan_lru_shrink_inactive`
 /// totals; field names are the tracepoint's.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LruRowReport {
     pub node: u32,
     pub context: String,
@@ -93,7 +93,7 @@ pub struct LruRowReport {
 }
 
 /// One row of `mm_vmscan_lru_shrink_active` totals.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LruActiveRowReport {
     pub node: u32,
     pub context: String,
@@ -103,21 +103,21 @@ pub struct LruActiveRowReport {
 }
 
 /// Counts per reclaim priority (index = priority, 12 = DEF_PRIORITY).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PriorityRow {
     pub context: String,
     pub counts: Vec<u64>,
 }
 
 /// Reclaims of target tasks per allocation order (last: that and above).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OrderRow {
     pub context: String,
     pub counts: Vec<u64>,
 }
 
 /// A process and the time it spent stalled in reclaim.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StallerReport {
     pub pid: u32,
     pub comm: String,
@@ -129,7 +129,7 @@ pub struct StallerReport {
 }
 
 /// Folios reclaim wrote out (`mm_vmscan_write_folio`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwapOutReport {
     /// Anon folios: swap-out.
     pub anon_folios: u64,
@@ -138,7 +138,7 @@ pub struct SwapOutReport {
 }
 
 /// Slab shrinking (every task: kswapd and reclaimers alike).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SlabReport {
     /// Duration of each shrinker call.
     pub calls: Summary,
@@ -146,7 +146,7 @@ pub struct SlabReport {
 }
 
 /// Reclaim throttling of the target's tasks.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThrottleReport {
     /// Time each throttling put a target task to sleep.
     pub delays: Summary,
@@ -159,7 +159,7 @@ pub struct ThrottleReport {
 }
 
 /// Compaction runs of the target's tasks.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompactionReport {
     pub runs: Summary,
     /// Compaction runs of every task (kcompactd and proactive included).
@@ -176,7 +176,7 @@ pub struct CompactionReport {
 /// delay accounting's blkio (stamped in `__block_task()` on 6.12+, from
 /// `current`, for a delayed-dequeue task possibly another task's), it
 /// means the same on 6.1, 6.12 and 6.18.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IoWaitReport {
     pub waits: u64,
     pub total_ns: u64,
@@ -184,7 +184,7 @@ pub struct IoWaitReport {
 
 /// The whole machine's CPU time over the run (/proc/stat `cpu` line,
 /// summed over CPUs, end minus start), in seconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MachineCpu {
     /// CPUs online (/proc/stat `cpuN` lines).
     pub cpus: u32,
@@ -207,7 +207,7 @@ impl MachineCpu {
 }
 
 /// kswapd over the run, system-wide (kswapd works for every task).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KswapdReport {
     pub nodes: Vec<KswapdNodeReport>,
     /// Completed awake periods (wake to sleep), every node.
@@ -220,7 +220,7 @@ pub struct KswapdReport {
     pub wakers: Vec<NameCount>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KswapdNodeReport {
     pub node: u32,
     pub wakes: u64,
@@ -230,21 +230,21 @@ pub struct KswapdNodeReport {
     pub cpu_s: f64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ZoneCount {
     pub node: u32,
     pub zone: String,
     pub count: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NameCount {
     pub name: String,
     pub count: u64,
 }
 
 /// Block I/O to and from the swap areas.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwapIoReport {
     /// The swap areas whose requests were timed.
     pub areas: Vec<String>,
@@ -257,7 +257,7 @@ pub struct SwapIoReport {
 }
 
 /// One OOM victim (`oom:mark_victim`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OomVictimReport {
     /// Seconds after the command started.
     pub time_s: f64,
@@ -286,7 +286,7 @@ pub struct OomVictimReport {
 /// one kthread for the machine). Since 5.18 a victim is queued to it 2 s
 /// after the kill, and only if it has not freed its memory by itself
 /// by then: most victims exit first and are never reaped.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OomReaperReport {
     /// Victims the reaper was woken for (`oom:wake_reaper`).
     pub wakeups: u64,
@@ -300,7 +300,7 @@ pub struct OomReaperReport {
     pub reap_time: Summary,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FaultReport {
     /// Major faults of every task while tracing (eBPF).
     pub major_all: Option<u64>,
@@ -319,7 +319,7 @@ pub struct FaultReport {
     pub processes: Option<ProcessFaultTotals>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessFaultTotals {
     pub processes: u64,
     pub threads: u64,
@@ -329,7 +329,7 @@ pub struct ProcessFaultTotals {
     pub top: Vec<ProcessFaults>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessFaultTime {
     pub pid: u32,
     /// Name at exit (from the fault counts), when known.
@@ -341,7 +341,7 @@ pub struct ProcessFaultTime {
     pub max_ns: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessFaults {
     pub pid: u32,
     pub comm: String,
@@ -354,7 +354,7 @@ pub struct ProcessFaults {
 /// reports, read from each target thread's `task->delays` as it exits):
 /// time the command's tasks waited, measured by the kernel itself, an
 /// independent check on the eBPF stall histograms.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DelayReport {
     /// kernel.task_delayacct was on for the run (else every figure is 0).
     pub accounting_on: bool,
@@ -392,7 +392,7 @@ pub struct DelayReport {
 
 /// /proc/vmstat deltas over the traced window: the kernel's own view,
 /// printed next to vmtrace's so that a reader can check one with the other.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VmstatDelta {
     pub pgscan: u64,
     pub pgsteal: u64,
@@ -425,7 +425,7 @@ impl VmstatDelta {
 }
 
 /// Events the probes could not account for; all zero in a sound run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Dropped {
     /// Reclaim begins not stamped: the kernel gave the task no storage
     /// cell (no memory, or the CPU was inside another storage operation).
@@ -454,14 +454,14 @@ pub struct Dropped {
 }
 
 /// One eBPF program's cost over the run (kernel.bpf_stats_enabled).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProgramCost {
     pub program: String,
     pub runs: u64,
     pub run_ns: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unavailable {
     pub metric: String,
     pub reason: String,
@@ -471,7 +471,7 @@ pub struct Unavailable {
 /// attach every program, its own CPU time (all its threads, attach
 /// included) and its peak memory. The command is a child process and is
 /// not counted.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct CollectorCost {
     pub attach_s: f64,
     pub user_s: f64,
@@ -479,7 +479,7 @@ pub struct CollectorCost {
     pub max_rss_bytes: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub vmtrace_version: String,
     pub kernel_release: String,
@@ -584,7 +584,7 @@ pub struct RunReport {
     pub compaction_counters: Option<crate::model::counters::CompactionCounters>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IsolateRow {
     pub highest_zone_idx: u32,
     pub lru: u32,

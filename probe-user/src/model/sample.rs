@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One zone's free pages and watermarks (pages), from /proc/zoneinfo.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ZoneSample {
     pub node: u32,
     pub zone: String,
@@ -131,7 +131,9 @@ pub fn zone_spans(zones: &[ZoneSample]) -> vmtrace_common::ZoneSpans {
 }
 
 /// PSI memory totals (microseconds some/full tasks stalled on memory).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Psi {
     pub some_us: u64,
     pub full_us: u64,
@@ -155,7 +157,7 @@ pub fn parse_psi(text: &str) -> Option<Psi> {
 
 /// One snapshot. Counters are cumulative since the command started, so
 /// a view takes differences between snapshots.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     /// Seconds since the command started.
     pub t_s: f64,

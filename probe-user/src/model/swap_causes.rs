@@ -35,7 +35,7 @@ use crate::model::vmstat::VmStat;
 ///   zswpin/zswpout (since 5.19).
 /// - `swpin_zero`/`swpout_zero`: zero-filled pages swapped in / out
 ///   through the swap zero map without I/O (mm/page_io.c, since 6.12).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwapCauses {
     pub pgmajfault: Option<u64>,
     pub pswpin: Option<u64>,
@@ -73,7 +73,7 @@ pub struct SwapCauses {
 }
 
 /// One active swap area (/proc/swaps) and what lies under it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwapArea {
     pub path: String,
     /// /proc/swaps type: `partition` or `file`.

@@ -12,7 +12,7 @@ use crate::model::{sample::ZoneSample, vmstat::VmStat};
 /// is the allocation's highest allowed zone (mm/vmscan.c wakeup_kswapd
 /// passes highest_zoneidx, 6.1, 6.12, 6.18), not a zone of the node, so
 /// they stay in the kswapd section, per node and highest zone.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ZoneRow {
     pub node: u32,
     pub zone: String,
@@ -36,7 +36,9 @@ pub struct ZoneRow {
 }
 
 /// A zone's free pages and LRU lists at the end of the run (pages).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ZoneEnd {
     pub free: u64,
     pub inactive_anon: u64,
@@ -53,7 +55,7 @@ pub struct ZoneEnd {
 /// counters over the run. They have no node: vm_event_states is a
 /// per-CPU array summed over CPUs (mm/vmstat.c all_vm_events), indexed
 /// by zone type through __count_zid_vm_events (include/linux/vmstat.h).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ZoneTypeCounts {
     /// The zone's name as zoneinfo writes it (DMA, DMA32, Normal, ...).
     pub zone: String,

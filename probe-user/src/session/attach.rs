@@ -271,7 +271,7 @@ async fn trace_until_stopped(
     let mut exporter = opts
         .serve
         .as_ref()
-        .map(|s| serve::Exporter::new(s.max_cgroups));
+        .map(|s| serve::Exporter::new(s.max_cgroups, s.coarse_cgroups));
     let start = tokio::time::Instant::now();
     let mut tick = tokio::time::interval_at(start + opts.interval, opts.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -53,6 +53,9 @@ pub struct ServeOptions {
     /// A non-loopback address was asked for explicitly (`--serve-public`).
     pub public: bool,
     pub max_cgroups: u32,
+    /// `--cgroup-buckets coarse`: per-cgroup histograms with a third of
+    /// the series (`prometheus::cgroup_bounds`).
+    pub coarse_cgroups: bool,
 }
 
 /// Checks the address against `--serve-public`: one-line errors.
@@ -230,13 +233,14 @@ pub struct Exporter {
     names: HashMap<u64, String>,
     walked: Option<Instant>,
     max_cgroups: u32,
+    coarse_cgroups: bool,
     expired: u64,
     /// The last exposition per format, and when it was rendered.
     rendered: Vec<(Format, Instant, String)>,
 }
 
 impl Exporter {
-    pub fn new(max_cgroups: u32) -> Exporter {
+    pub fn new(max_cgroups: u32, coarse_cgroups: bool) -> Exporter {
         let cgroup2 = proc::read_mountinfo()
             .ok()
             .and_then(|m| CgroupMounts::parse(&m).v2);
@@ -245,6 +249,7 @@ impl Exporter {
             names: HashMap::new(),
             walked: None,
             max_cgroups,
+            coarse_cgroups,
             expired: 0,
             rendered: Vec::new(),
         }
@@ -279,6 +284,7 @@ impl Exporter {
     pub fn render(&mut self, probes: &mut Probes, format: Format) -> String {
         let mut e = Exposition {
             max_cgroups: self.max_cgroups,
+            coarse_cgroups: self.coarse_cgroups,
             build: BuildInfo {
                 version: env!("CARGO_PKG_VERSION").into(),
                 kernel: proc::kernel_release(),
@@ -420,6 +426,7 @@ mod tests {
             listen: a.parse().expect("address"),
             public,
             max_cgroups: 8,
+            coarse_cgroups: false,
         };
         assert!(check(&opts("127.0.0.1:9000", false)).is_ok());
         assert!(check(&opts("[::1]:9000", false)).is_ok());

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod export;
+pub mod json;
 pub mod plot;
 pub mod prometheus;
 pub mod report;

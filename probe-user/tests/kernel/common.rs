@@ -226,13 +226,102 @@ pub fn json_ok(cmd: &mut Command) -> Value {
     json_of(&out)
 }
 
+/// vmtrace's JSON on stdout, checked against its schema, and what the
+/// tests read of it (`payload`).
 pub fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let text = String::from_utf8_lossy(&out.stdout);
+    if serde_json::from_str::<Value>(&text).is_err() {
         panic!(
-            "vmtrace did not print JSON ({e}); stderr:\n{}",
+            "vmtrace did not print JSON; stderr:\n{}",
             String::from_utf8_lossy(&out.stderr)
-        )
-    })
+        );
+    }
+    payload(&text)
+}
+
+/// A JSON document vmtrace printed, validated against the schema of its
+/// command (`vmtrace generate schema`, by the PyPI jsonschema validator:
+/// every kernel test's JSON is a golden output checked against it), and
+/// the part the tests read: a single run's report (`run`), the window's
+/// report (`attach`), the comparison without a sweep (`compare`), the
+/// probe list (`probes`); the whole document otherwise.
+pub fn payload(text: &str) -> Value {
+    let doc: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:.300}"));
+    let format = doc["format"].as_str().unwrap_or_default().to_string();
+    let command = format
+        .strip_prefix("vmtrace-")
+        .unwrap_or_else(|| panic!("no vmtrace format: {text:.300}"));
+    check_against_schema(command, text);
+    let single = |key: &str| {
+        doc[key]
+            .as_array()
+            .filter(|a| a.len() == 1)
+            .map(|a| a[0].clone())
+    };
+    match command {
+        "run" => single("runs").unwrap_or(doc),
+        "attach" => doc["report"].clone(),
+        "compare" if doc["not_compared"].as_array().is_some_and(Vec::is_empty) => {
+            single("columns").map_or(doc, |c| c["comparison"].clone())
+        }
+        "probes" => doc["probes"].clone(),
+        _ => doc,
+    }
+}
+
+/// Validates `text` against `vmtrace generate schema COMMAND` with
+/// probe-user/tests/schema_check.py (files under the target's own tmp
+/// directory, not /tmp: these tests run as root).
+fn check_against_schema(command: &str, text: &str) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("schema-check");
+    std::fs::create_dir_all(&dir).expect("schema check dir");
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let schema = dir.join(format!("{command}.schema.json"));
+    let out = Command::new(VMTRACE)
+        .args(["generate", "schema", command])
+        .output()
+        .expect("vmtrace generate schema");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&schema, &out.stdout).expect("write schema");
+    let doc = dir.join(format!("{}-{n}.json", std::process::id()));
+    std::fs::write(&doc, text).expect("write document");
+    let py = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema_check.py"))
+        .arg(&schema)
+        .arg(&doc)
+        .env("PYTHONPATH", python_path())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        py.status.success(),
+        "vmtrace {command} --json does not match its schema:\n{}{}",
+        String::from_utf8_lossy(&py.stdout),
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let _ = std::fs::remove_file(&doc);
+}
+
+/// Where `cargo xtask setup` put the Python packages the tests use
+/// (VMTRACE_PYTHONPATH overrides).
+pub fn python_path() -> PathBuf {
+    std::env::var_os("VMTRACE_PYTHONPATH").map_or_else(
+        || {
+            std::env::var_os("CARGO_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
+                })
+                .join("vmtrace-python")
+        },
+        PathBuf::from,
+    )
 }
 
 pub fn within(a: u64, b: u64, frac: f64) -> bool {

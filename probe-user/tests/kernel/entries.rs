@@ -307,7 +307,7 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
             group.push(run(&format!("g{k}-r{round}.vmtrace.json"), job));
         }
         if round >= 2 {
-            let ab: Value = serde_json::from_str(&compare(&a, &b, true)).expect("json");
+            let ab: Value = crate::common::payload(&compare(&a, &b, true));
             if moved(&ab)
                 .first()
                 .is_some_and(|f| f.iter().any(|x| x == "vfs_read"))
@@ -316,7 +316,7 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
             }
         }
     }
-    let ab: Value = serde_json::from_str(&compare(&a, &b, true)).expect("json");
+    let ab: Value = crate::common::payload(&compare(&a, &b, true));
     let text = compare(&a, &b, false);
     let ab_moved = moved(&ab);
     eprintln!("ways that moved, B vs A: {}", ab_moved.len());
@@ -364,7 +364,7 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     // between A and A' names a way in both).
     let mut pair = (a, a2);
     for attempt in 0..2 {
-        let aa: Value = serde_json::from_str(&compare(&pair.0, &pair.1, true)).expect("json");
+        let aa: Value = crate::common::payload(&compare(&pair.0, &pair.1, true));
         let aa_text = compare(&pair.0, &pair.1, false);
         if moved(&aa).is_empty() {
             assert!(aa_text.contains("no way in moved"), "{aa_text}");

@@ -108,7 +108,7 @@ fn no_probes_baseline_and_vmtrace_own_cost() {
         .read_to_string(&mut stdout)
         .expect("read report");
     assert_eq!(status, 0, "vmtrace failed");
-    let r: Value = serde_json::from_str(&stdout).expect("JSON report");
+    let r: Value = crate::common::payload(&stdout);
     let c = &r["collector"];
     let f = |v: &Value| v.as_f64().unwrap_or(-1.0);
     let attach = f(&c["attach_s"]);

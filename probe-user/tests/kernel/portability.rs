@@ -79,7 +79,7 @@ fn probes_listing_matches_live_tracefs() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let listed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let listed: Value = json_of(&out);
     let listed = listed.as_array().expect("array");
     assert!(listed.len() >= 5);
     // Read tracefs ourselves (mounting it for the check if needed).

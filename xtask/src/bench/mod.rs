@@ -11,6 +11,7 @@
 //! for vmtrace and bpftrace. Nothing here is a pass/fail test: the
 //! results go to a Markdown file (docs/BENCHMARKS.md quotes it).
 
+mod cardinality;
 mod costs;
 mod measure;
 mod soak;
@@ -35,6 +36,8 @@ pub struct BenchOptions {
     pub out: Option<PathBuf>,
     /// Run only the serve soak, this many minutes.
     pub soak: Option<u64>,
+    /// Run only the exporter's cardinality check, with this many cgroups.
+    pub cardinality: Option<usize>,
 }
 
 /// A workload of the bench: the bundled workload's arguments (the box
@@ -88,6 +91,13 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
     }
     if let Some(minutes) = opts.soak {
         return run_soak(opts, minutes);
+    }
+    if let Some(cgroups) = opts.cardinality {
+        build::build()?;
+        let out = out_dir(opts);
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        let vmtrace = util::root().join("target/release/vmtrace");
+        return cardinality::cardinality(&vmtrace, cgroups, &out);
     }
     if opts.rounds < 2 {
         bail!("--rounds must be at least 2 (ratios need a bare run per round)");

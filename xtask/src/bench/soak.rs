@@ -27,14 +27,14 @@ use anyhow::{Context, Result, bail};
 /// boxes it sees, so that the cap and the expiry are both exercised.
 const MAX_CGROUPS: &str = "4";
 
-fn free_port() -> Result<u16> {
+pub(super) fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
 }
 
 /// GET /metrics: the body and how long it took.
-fn scrape(port: u16) -> Option<(String, Duration)> {
+pub(super) fn scrape(port: u16) -> Option<(String, Duration)> {
     let start = Instant::now();
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
@@ -52,12 +52,12 @@ fn scrape(port: u16) -> Option<(String, Duration)> {
 }
 
 /// The value of an unlabelled sample in an exposition.
-fn value(body: &str, name: &str) -> Option<f64> {
+pub(super) fn value(body: &str, name: &str) -> Option<f64> {
     body.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
-fn rss_kib(pid: u32) -> Option<u64> {
+pub(super) fn rss_kib(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
         .lines()
@@ -70,7 +70,7 @@ fn rss_kib(pid: u32) -> Option<u64> {
         })
 }
 
-fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(super) fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -93,7 +93,13 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     let listen = format!("127.0.0.1:{port}");
     let scratch = out.join("soak-scratch");
     std::fs::create_dir_all(&scratch)?;
-    let (mut serve, started) = start_serve(vmtrace, &listen, port, out)?;
+    let (mut serve, started) = start_serve(
+        vmtrace,
+        port,
+        &["--serve", &listen, "--max-cgroups", MAX_CGROUPS],
+        out,
+        "soak",
+    )?;
     let pid = serve.id();
     let stop = Arc::new(AtomicBool::new(false));
     let boxes = Arc::new(AtomicU64::new(0));
@@ -121,23 +127,32 @@ pub fn soak(vmtrace: &Path, memhog: &Path, minutes: u64, out: &Path) -> Result<(
     Ok(())
 }
 
-/// Starts `vmtrace attach --serve` and waits (up to a minute) until it
+/// Starts `vmtrace attach ARGS` (a --serve on `port`), its recording
+/// and log named after `what`, and waits (up to a minute) until it
 /// answers a scrape; returns it and when it was started.
-fn start_serve(vmtrace: &Path, listen: &str, port: u16, out: &Path) -> Result<(Child, Instant)> {
+pub(super) fn start_serve(
+    vmtrace: &Path,
+    port: u16,
+    args: &[&str],
+    out: &Path,
+    what: &str,
+) -> Result<(Child, Instant)> {
+    let log = format!("{what}-serve.log");
     let mut serve = Command::new(vmtrace)
-        .args(["attach", "--serve", listen, "--max-cgroups", MAX_CGROUPS])
+        .arg("attach")
+        .args(args)
         .arg("-o")
-        .arg(out.join("soak.vmtrace.json"))
+        .arg(out.join(format!("{what}.vmtrace.json")))
         .arg("--json")
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(out.join("soak-serve.log"))?)
+        .stderr(std::fs::File::create(out.join(&log))?)
         .spawn()
         .context("starting vmtrace attach --serve")?;
     let started = Instant::now();
     while scrape(port).is_none() {
         if started.elapsed() > Duration::from_secs(60) || serve.try_wait()?.is_some() {
             let _ = serve.kill();
-            bail!("vmtrace --serve did not answer; see soak-serve.log");
+            bail!("vmtrace --serve did not answer; see {log}");
         }
         std::thread::sleep(Duration::from_millis(200));
     }

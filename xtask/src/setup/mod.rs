@@ -73,6 +73,9 @@ const INFERNO_VERSION: &str = "0.12.3";
 
 /// The PyPI HdrHistogram decoder the hlog export is checked with.
 const PY_HDRHISTOGRAM: &str = "hdrhistogram==0.10.8";
+/// The JSON Schema validator the schema test checks vmtrace's JSON with
+/// (an implementation independent of the Rust that generates it).
+const PY_JSONSCHEMA: &str = "jsonschema==4.26.0";
 
 /// Where setup installs Python packages for the tests (PYTHONPATH).
 pub fn python_dir() -> PathBuf {
@@ -148,15 +151,16 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
         ]))?;
         done.push("inferno-flamegraph");
     }
-    if need == Need::Test && !python_dir().join("hdrh").join("__init__.py").is_file() {
+    let python_has = |package: &str| python_dir().join(package).join("__init__.py").is_file();
+    if need == Need::Test && !(python_has("hdrh") && python_has("jsonschema")) {
         install_python_packages()?;
-        done.push("Python hdrhistogram");
+        done.push("Python hdrhistogram and jsonschema");
     }
     if done.is_empty() {
         if verbosity == Verbosity::Report {
             println!(
                 "setup: nothing to do: nightly rust-src, bpf-linker {BPF_LINKER_VERSION}, the \
-                 test packages, inferno and Python hdrhistogram are installed"
+                 test packages, inferno and Python hdrhistogram and jsonschema are installed"
             );
         }
     } else {
@@ -187,7 +191,7 @@ fn install_python_packages() -> Result<()> {
                 "--target",
             ])
             .arg(python_dir())
-            .arg(PY_HDRHISTOGRAM),
+            .args([PY_HDRHISTOGRAM, PY_JSONSCHEMA]),
     )
 }
 

@@ -178,6 +178,7 @@ impl serde::Serialize for MetricId {
         s.serialize_str(self.name())
     }
 }
+crate::model::schema::names_schema!(MetricId, MetricId::ALL.map(MetricId::name));
 
 /// A measurement: all its programs attach, or none do.
 pub struct Metric {
@@ -189,7 +190,7 @@ pub struct Metric {
 }
 
 /// Metrics that cost a hot path and run only when asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum OptIn {
     /// `--fault-latency`

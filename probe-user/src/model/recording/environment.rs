@@ -25,7 +25,7 @@ pub const VM_SYSCTLS: &[&str] = &[
     "vfs_cache_pressure",
 ];
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwapDevice {
     pub name: String,
     /// partition or file
@@ -34,7 +34,7 @@ pub struct SwapDevice {
     pub priority: i64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub hostname: String,
     pub kernel_release: String,
@@ -102,7 +102,9 @@ pub struct Environment {
 /// Unknown. `SwapinReadCall` and `SwapinReadCallThrashing` are what
 /// older recordings said of 6.1 and 6.12+ (the 6.1 one wrongly: it books
 /// thrashing too); `of_release` gives the current reading.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum DelayAccounting {
     /// Not read for this kernel, or an older recording.

@@ -26,7 +26,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The file name extension of recordings.
 pub const EXTENSION: &str = "vmtrace.json";
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Recording {
     /// Always `vmtrace-recording`: tells a recording from other JSON.
     pub format: String,
@@ -46,7 +46,7 @@ pub struct Recording {
     pub runs: Vec<RecordedRun>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     /// `qsbench`, `build`, `memhog`, or the command's program name.
     pub name: String,
@@ -56,7 +56,7 @@ pub struct Workload {
     pub seed: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordedRun {
     /// The sweep value this run belongs to (`-j5`), empty without a sweep.
     pub label: String,

@@ -34,15 +34,3 @@ not compared (a group has no run of it): {}
     }
     o
 }
-
-/// JSON: the plain comparison with one sweep value (or none); else
-/// `{"columns": [{"sweep_value", "comparison"}], "not_compared": [...]}`.
-pub fn to_json(columns: &[Column], skipped: &[String]) -> serde_json::Result<String> {
-    if let ([one], []) = (columns, skipped) {
-        return serde_json::to_string_pretty(&one.comparison);
-    }
-    serde_json::to_string_pretty(&serde_json::json!({
-        "columns": columns,
-        "not_compared": skipped,
-    }))
-}

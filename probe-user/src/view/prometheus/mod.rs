@@ -27,14 +27,33 @@ use vmtrace_common::{
 /// The powers of two whose `2^k - 1 ns` are the `le` bounds.
 pub const LE_LOG2: std::ops::RangeInclusive<u32> = 10..=36;
 
-/// The /proc/vmstat items exported, where the kernel has them.
+/// The `le` bounds (as powers of two) of the per-cgroup histograms:
+/// every one of `LE_LOG2` (27 bounds, 1 us to 69 s: 60 series a
+/// cgroup), or with `--cgroup-buckets coarse` every fourth (7 bounds,
+/// 1 us to 17 s, x16 apart: 20 series a cgroup, a third of the
+/// cardinality, quantiles within a factor of 16 instead of 2).
+pub fn cgroup_bounds(coarse: bool) -> Vec<u32> {
+    LE_LOG2.step_by(if coarse { 4 } else { 1 }).collect()
+}
+
+/// The /proc/vmstat items exported, where the kernel has them. The
+/// per-reclaimer pgscan/pgsteal items (kswapd, direct, khugepaged and
+/// proactive, memory.reclaim's: 6.18 has it, 6.12 not) leave out reclaim for a memory
+/// cgroup's limit (`if (!cgroup_reclaim(sc))` in mm/vmscan.c); the
+/// per-LRU-type items (anon, file; from 5.8) count every reclaim.
 pub const VMSTAT_ITEMS: &[&str] = &[
     "pgscan_kswapd",
     "pgscan_direct",
     "pgscan_khugepaged",
+    "pgscan_proactive",
+    "pgscan_anon",
+    "pgscan_file",
     "pgsteal_kswapd",
     "pgsteal_direct",
     "pgsteal_khugepaged",
+    "pgsteal_proactive",
+    "pgsteal_anon",
+    "pgsteal_file",
     "pswpin",
     "pswpout",
     "zswpin",
@@ -100,6 +119,8 @@ pub struct Exposition {
     pub lru: Vec<(&'static str, u64, u64)>,
     /// Per-cgroup rows: the cap, and rows deleted (cgroup removed).
     pub max_cgroups: u32,
+    /// Per-cgroup histograms with `cgroup_bounds(true)`'s bounds.
+    pub coarse_cgroups: bool,
     pub cgroups_expired: u64,
     /// vmtrace's version and the running kernel's release
     /// (`vmtrace_build_info`); not shown when the version is empty.
@@ -221,11 +242,12 @@ impl Writer {
         &mut self,
         name: &str,
         labels: &[(&str, &str)],
+        bounds: &[u32],
         cumulative: &[u64],
         count: u64,
         sum_ns: u64,
     ) {
-        for (k, n) in LE_LOG2.zip(cumulative) {
+        for (&k, n) in bounds.iter().zip(cumulative) {
             let le = seconds((1u64 << k) - 1);
             let mut l = labels.to_vec();
             l.push(("le", &le));
@@ -362,6 +384,7 @@ fn histograms(w: &mut Writer, e: &Exposition) {
         w.histogram(
             &name,
             &[],
+            &LE_LOG2.collect::<Vec<_>>(),
             &cum,
             count,
             exact.unwrap_or_else(|| fine_midpoint_sum(counts)),
@@ -371,6 +394,7 @@ fn histograms(w: &mut Writer, e: &Exposition) {
 
 /// The per-cgroup rows: stall histograms, PSI, and the rows themselves.
 fn cgroups(w: &mut Writer, e: &Exposition) {
+    let bounds = cgroup_bounds(e.coarse_cgroups);
     for (context, title) in [("direct", "direct"), ("memcg", "memcg")] {
         let name = format!("vmtrace_cgroup_{context}_reclaim_seconds");
         w.family(
@@ -388,8 +412,20 @@ fn cgroups(w: &mut Writer, e: &Exposition) {
                 (&row.stalls.direct, row.stalls.direct_ns)
             };
             let (cum, count) = pow2_cumulative(buckets);
+            let at_bounds: Vec<u64> = LE_LOG2
+                .zip(cum)
+                .filter(|(k, _)| bounds.contains(k))
+                .map(|(_, n)| n)
+                .collect();
             if count > 0 {
-                w.histogram(&name, &[("cgroup", &row.name)], &cum, count, sum);
+                w.histogram(
+                    &name,
+                    &[("cgroup", &row.name)],
+                    &bounds,
+                    &at_bounds,
+                    count,
+                    sum,
+                );
             }
         }
     }
@@ -553,6 +589,47 @@ mod tests {
     }
 
     #[test]
+    fn coarse_cgroup_buckets_keep_a_third_of_the_series() {
+        let mut stalls = CgroupStalls::default();
+        stalls.memcg[vmtrace_common::cgroup_bucket(3_000_000)] += 2;
+        stalls.memcg[vmtrace_common::cgroup_bucket(300)] += 1;
+        stalls.memcg_ns = 6_000_300;
+        let one = |coarse| Exposition {
+            cgroups: vec![CgroupRow {
+                name: "/a".into(),
+                stalls,
+                psi_us: None,
+            }],
+            coarse_cgroups: coarse,
+            max_cgroups: 4,
+            ..Exposition::default()
+        };
+        let series = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("vmtrace_cgroup_memcg_reclaim_seconds"))
+                .count()
+        };
+        let fine = render(&one(false), Format::Prometheus);
+        let coarse = render(&one(true), Format::Prometheus);
+        // The bounds, +Inf, _sum and _count.
+        assert_eq!(series(&fine), 27 + 3, "{fine}");
+        assert_eq!(series(&coarse), 7 + 3, "{coarse}");
+        // Where both have a bound, they count the same: 1.023 us holds
+        // the 300 ns stall, 4.19 ms all three.
+        let at = |le: &str, n: u64| {
+            format!(
+                "vmtrace_cgroup_memcg_reclaim_seconds_bucket{{cgroup=\"/a\",le=\"{le}\"}} {n}\n"
+            )
+        };
+        for text in [&fine, &coarse] {
+            assert!(text.contains(&at("0.000001023", 1)), "{text}");
+            assert!(text.contains(&at("0.004194303", 3)), "{text}");
+            assert!(text.contains(&at("+Inf", 3)), "{text}");
+        }
+        assert!(!coarse.contains("le=\"0.000002047\""), "{coarse}");
+    }
+
+    #[test]
     fn both_formats_render_histograms_counters_and_cgroups() {
         let mut stalls = CgroupStalls::default();
         stalls.memcg[vmtrace_common::cgroup_bucket(3_000_000)] += 2;
@@ -575,6 +652,7 @@ mod tests {
             vmstat: vec![("pswpout", 7)],
             lru: vec![("kswapd", 64, 32)],
             max_cgroups: 16,
+            coarse_cgroups: false,
             cgroups_expired: 1,
             build: BuildInfo {
                 version: "0.1.0".into(),

@@ -10,12 +10,12 @@ use super::RunReport;
 /// per run, one column per swept value (e.g. -j5, -j10, -j15), elapsed
 /// seconds (a failed run shows why), then mean, stddev, min and max of the
 /// runs that completed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RunsTable {
     pub columns: Vec<RunsColumn>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RunsColumn {
     /// The swept value (`-j5`), or `elapsed` without a sweep.
     pub label: String,
@@ -72,14 +72,14 @@ impl RunsColumn {
 /// without a sweep), each cell the mean elapsed seconds and standard
 /// deviation of the runs that completed; failed runs are counted under
 /// the table, never averaged in.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KernelsTable {
     /// Column labels, in the order they first appear.
     pub labels: Vec<String>,
     pub rows: Vec<KernelsRow>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KernelsRow {
     /// The kernel release (or the name the caller gave the recording).
     pub kernel: String,
