@@ -13,6 +13,10 @@ use proptest::prelude::*;
 use serde_json::Value;
 use vmtrace::{model::recording::Recording, view::report};
 
+#[path = "support/python.rs"]
+mod python;
+use python::python_path;
+
 const VMTRACE: &str = env!("CARGO_BIN_EXE_vmtrace");
 
 fn corpus() -> PathBuf {
@@ -265,22 +269,6 @@ fn a_recordings_control_characters_are_escaped_everywhere() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(shown.contains(&format!("memhog{SHOWN}")), "{shown}");
     assert_eq!(controls(&shown), vec![], "{shown}");
-}
-
-/// Where `cargo xtask setup` put the Python packages the tests use
-/// (VMTRACE_PYTHONPATH overrides).
-fn python_path() -> PathBuf {
-    std::env::var_os("VMTRACE_PYTHONPATH").map_or_else(
-        || {
-            std::env::var_os("CARGO_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
-                })
-                .join("vmtrace-python")
-        },
-        PathBuf::from,
-    )
 }
 
 /// The hlog export, decoded by HdrHistogram's Python port (PyPI

@@ -12,6 +12,8 @@ use std::{
 
 use serde_json::Value;
 
+use crate::python::python_path;
+
 pub const VMTRACE: &str = env!("CARGO_BIN_EXE_vmtrace");
 
 /// The bundled memory hog, built beside vmtrace (`cargo xtask test` builds
@@ -306,22 +308,6 @@ fn check_against_schema(command: &str, text: &str) {
         String::from_utf8_lossy(&py.stderr)
     );
     let _ = std::fs::remove_file(&doc);
-}
-
-/// Where `cargo xtask setup` put the Python packages the tests use
-/// (VMTRACE_PYTHONPATH overrides).
-pub fn python_path() -> PathBuf {
-    std::env::var_os("VMTRACE_PYTHONPATH").map_or_else(
-        || {
-            std::env::var_os("CARGO_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
-                })
-                .join("vmtrace-python")
-        },
-        PathBuf::from,
-    )
 }
 
 pub fn within(a: u64, b: u64, frac: f64) -> bool {

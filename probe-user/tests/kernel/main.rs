@@ -9,6 +9,9 @@
 //! ripgrep lays out its tests; `common` holds what they share (running
 //! vmtrace, the leftovers guard, vmstat deltas, scratch directories).
 
+#[path = "../support/python.rs"]
+mod python;
+
 mod attach;
 mod bisect;
 mod boxstat;
