@@ -75,17 +75,22 @@ impl Layout {
     fn read_in(&self, i: usize, file: &Path) -> Result<()> {
         let dir = self.parent().join(format!("c{i}"));
         std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let mut join = format!("echo $$ > {}/cgroup.procs", dir.display());
-        if let Layout::Hybrid { memory, .. } = self {
-            let _ = write!(join, " && echo $$ > {}/tasks", memory.display());
-        }
-        let f = file.display();
+        // The paths go to sh as arguments, never into the script.
+        let v1_tasks = match self {
+            Layout::Hybrid { memory, .. } => memory.join("tasks"),
+            Layout::Unified { .. } => PathBuf::new(),
+        };
         let status = Command::new("sh")
             .arg("-c")
-            .arg(format!(
-                "{join} && dd if={f} iflag=nocache count=0 2>/dev/null; \
-                 exec dd if={f} of=/dev/null bs=1M 2>/dev/null"
-            ))
+            .arg(
+                "echo $$ > \"$1\" && { [ -z \"$2\" ] || echo $$ > \"$2\"; } && \
+                 dd if=\"$3\" iflag=nocache count=0 2>/dev/null; \
+                 exec dd if=\"$3\" of=/dev/null bs=1M 2>/dev/null",
+            )
+            .arg("sh")
+            .arg(dir.join("cgroup.procs"))
+            .arg(&v1_tasks)
+            .arg(file)
             .status()
             .context("running sh")?;
         if !status.success() {
