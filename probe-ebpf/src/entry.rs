@@ -1,25 +1,47 @@
 //! Where reclaim was entered: the kernel stack, GFP flags and order of
-//! every target direct and memcg reclaim, weighted by its stall.
+//! every target direct and memcg reclaim, weighted by its stall; the
+//! same for direct compaction; and who woke kswapd, for which zone.
 //!
 //! `entry_*_begin` (on the reclaim begin tracepoints, beside `reclaim`'s
 //! own programs) takes the target task's kernel stack once into
 //! `ENTRY_STACKS` (a stack-trace map: one id per distinct stack) and
 //! keeps its id, the allocation's GFP flags and order and a start stamp
 //! in the task's `TASK_SPANS` cell; `entry_*_end` adds the stall to the
-//! (stack, context, GFP, order) cell of `RECLAIM_ENTRIES`. Programs of
-//! their own, not code in the reclaim pair: `--no-stacks` leaves that
-//! pair as it is, and the bench costs each on its own. A stack is taken
-//! only at a reclaim's begin (one every few ms under pressure), never on
+//! (way, stack, GFP, order) cell of `RECLAIM_ENTRIES`, with its time on
+//! a CPU, runnable and blocked (the change of the task's `sched` split
+//! totals across the stall, 0 when the split is off).
+//!
+//! Direct compaction has no end tracepoint of its own (and fexit and
+//! kprobes are not available everywhere): `entry_compact_way`
+//! (mm_compaction_try_to_compact_pages, in __alloc_pages_direct_compact)
+//! takes the stack, GFP flags and order; each compaction run that
+//! follows in the same task while it is in that allocation's direct
+//! compaction (PF_MEMALLOC set, as memalloc_noreclaim_save does around
+//! try_to_compact_pages on 6.1-6.18) is timed begin to end
+//! (mm_compaction_begin/end, one per zone tried) and added to that way.
+//! The deferred and unsuitable zones it skips cost microseconds and are
+//! not timed.
+//!
+//! `entry_kswapd_wake` (mm_vmscan_wakeup_kswapd, in the waker's context
+//! and only when kswapd was asleep: mm/vmscan.c wakeup_kswapd) counts
+//! the waker's stack per (zone, GFP, order): no stall, the waker goes
+//! on.
+//!
+//! Programs of their own, not code in the reclaim pair: `--no-stacks`
+//! leaves that pair as it is, and the bench costs each on its own. A
+//! stack is taken only at a reclaim's or a direct compaction's begin and
+//! at a kswapd wake-up (each one every few ms under pressure), never on
 //! a fault.
 
 use aya_ebpf::{
+    helpers::generated::bpf_get_current_task_btf,
     macros::{map, tracepoint},
     maps::{HashMap, StackTrace},
     programs::{TracePointContext, tracing::StackIdContext as _},
 };
 use vmtrace_common::{
-    Counter, ENTRY_STACK_LOST, EntryCell, EntryKey, Field, MAX_ENTRIES, MAX_ENTRY_STACKS,
-    ReclaimContext,
+    Counter, ENTRY_STACK_LOST, EntryCell, EntryKey, EntryWay, Field, MAX_ENTRIES, MAX_ENTRY_STACKS,
+    MAX_NODES, MAX_ZONES, SplitFamily, SplitTotals, zone_cell,
 };
 
 use crate::{
@@ -42,7 +64,7 @@ pub fn entry_direct_begin(ctx: TracePointContext) -> u32 {
         field!(direct_reclaim_begin_order),
         field!(direct_reclaim_begin_gfp_flags),
     );
-    begin(&ctx, ReclaimContext::Direct, order, gfp);
+    begin(&ctx, EntryWay::Direct, order, gfp);
     0
 }
 
@@ -52,24 +74,86 @@ pub fn entry_memcg_begin(ctx: TracePointContext) -> u32 {
         field!(memcg_reclaim_begin_order),
         field!(memcg_reclaim_begin_gfp_flags),
     );
-    begin(&ctx, ReclaimContext::Memcg, order, gfp);
+    begin(&ctx, EntryWay::Memcg, order, gfp);
     0
 }
 
 #[tracepoint]
 pub fn entry_direct_end(_ctx: TracePointContext) -> u32 {
-    end(ReclaimContext::Direct);
+    end(EntryWay::Direct, SplitFamily::DirectReclaim);
     0
 }
 
 #[tracepoint]
 pub fn entry_memcg_end(_ctx: TracePointContext) -> u32 {
-    end(ReclaimContext::Memcg);
+    end(EntryWay::Memcg, SplitFamily::MemcgReclaim);
+    0
+}
+
+/// A direct compaction begins: its way in (the runs that follow are
+/// timed by `entry_compaction_begin/end`).
+#[tracepoint]
+pub fn entry_compact_way(ctx: TracePointContext) -> u32 {
+    if !in_target() {
+        return 0;
+    }
+    let Some(spans) = TASK_SPANS.current() else {
+        count(Counter::SpanStartDropped, 1);
+        return 0;
+    };
+    let e = &mut spans.entry;
+    e.stack_id = stack(&ctx);
+    e.context = EntryWay::Compaction as u32;
+    e.gfp = tracepoint_field(&ctx, field!(try_to_compact_pages_gfp_mask)) as u32;
+    e.order = tracepoint_field(&ctx, field!(try_to_compact_pages_order)) as u32;
+    e.start_ns = 0;
+    0
+}
+
+#[tracepoint]
+pub fn entry_compaction_begin(_ctx: TracePointContext) -> u32 {
+    let Some(spans) = TASK_SPANS.current_if_any() else {
+        return 0;
+    };
+    if spans.entry.context != EntryWay::Compaction as u32 || !in_direct_compaction() {
+        return 0;
+    }
+    let now = now_ns();
+    let split = spans.split.totals_now(SplitFamily::Compaction, now);
+    stamp(&mut spans.entry, now, &split);
+    0
+}
+
+#[tracepoint]
+pub fn entry_compaction_end(_ctx: TracePointContext) -> u32 {
+    end(EntryWay::Compaction, SplitFamily::Compaction);
+    0
+}
+
+/// A kswapd wake-up: the waker's way, per zone.
+#[tracepoint]
+pub fn entry_kswapd_wake(ctx: TracePointContext) -> u32 {
+    if !in_target() {
+        return 0;
+    }
+    let nid = tracepoint_field(&ctx, field!(wakeup_kswapd_nid)) as u32;
+    let zid = tracepoint_field(&ctx, field!(wakeup_kswapd_zid)) as u32;
+    if nid >= MAX_NODES || zid >= MAX_ZONES {
+        return 0;
+    }
+    let key = EntryKey {
+        stack_id: stack(&ctx),
+        context: EntryWay::KswapdWake as u32,
+        gfp: tracepoint_field(&ctx, field!(wakeup_kswapd_gfp_flags)) as u32,
+        order: tracepoint_field(&ctx, field!(wakeup_kswapd_order)) as u32,
+        zone: zone_cell(nid, zid),
+    };
+    add(&key, 0, &SplitTotals::default(), &SplitTotals::default());
     0
 }
 
 #[inline(always)]
-fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field, gfp: Field) {
+fn begin(ctx: &TracePointContext, way: EntryWay, order: Field, gfp: Field) {
     if !in_target() {
         return;
     }
@@ -81,47 +165,107 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field, gfp: Fi
     // on a busy machine) is vmtrace's cost, not the stall's, and the
     // reclaim pair's own begin stamps before it too.
     let start_ns = now_ns();
-    // Kernel stack, no frames skipped: a tracepoint program's stack
-    // starts at the function that holds the tracepoint.
-    let stack_id = match ctx.get_stackid(&ENTRY_STACKS, 0) {
+    let stack_id = stack(ctx);
+    // The split's totals now: the stall's parts are their change up to
+    // its end (whichever of this and the reclaim pair runs first).
+    let family = match way {
+        EntryWay::Memcg => SplitFamily::MemcgReclaim,
+        _ => SplitFamily::DirectReclaim,
+    };
+    let split = spans.split.totals_now(family, start_ns);
+    let e = &mut spans.entry;
+    e.stack_id = stack_id;
+    e.context = way as u32;
+    e.gfp = tracepoint_field(ctx, gfp) as u32;
+    e.order = tracepoint_field(ctx, order) as u32;
+    stamp(e, start_ns, &split);
+}
+
+/// The current task's kernel stack, no frames skipped (a tracepoint
+/// program's stack starts at the function that holds the tracepoint).
+#[inline(always)]
+fn stack(ctx: &TracePointContext) -> i32 {
+    match ctx.get_stackid(&ENTRY_STACKS, 0) {
         Ok(id) => id as i32,
         Err(_) => {
             count(Counter::EntryStacksLost, 1);
             ENTRY_STACK_LOST
         }
-    };
-    let e = &mut spans.entry;
-    e.stack_id = stack_id;
-    e.context = context as u32;
-    e.gfp = tracepoint_field(ctx, gfp) as u32;
-    e.order = tracepoint_field(ctx, order) as u32;
-    e.start_ns = start_ns;
+    }
 }
 
+/// Starts timing the way's stall at `now`, with the split's totals then.
 #[inline(always)]
-fn end(context: ReclaimContext) {
+fn stamp(e: &mut Entry, now: u64, split: &SplitTotals) {
+    e.on_cpu_ns = split.on_cpu_ns;
+    e.runnable_ns = split.runnable_ns;
+    e.blocked_ns = split.blocked_ns;
+    e.start_ns = now;
+}
+
+/// Whether the current task is in an allocation's direct compaction
+/// (PF_MEMALLOC, set by memalloc_noreclaim_save around
+/// try_to_compact_pages; not by a write to compact_memory). Where BTF
+/// lacks `task_struct.flags`, true: the way recorded at the task's last
+/// try_to_compact_pages is then the only test.
+#[inline(always)]
+fn in_direct_compaction() -> bool {
+    const PF_MEMALLOC: u32 = 0x0000_0800;
+    let f = field!(task_flags);
+    if f.size != 4 {
+        return true;
+    }
+    // SAFETY: the current task is valid for the program's run; a
+    // BTF-typed load at an offset the verifier knows (see
+    // `sched::run_delay`).
+    let flags = unsafe {
+        let task = bpf_get_current_task_btf() as *const u8;
+        core::ptr::read_volatile(task.add(f.offset as usize) as *const u32)
+    };
+    flags & PF_MEMALLOC != 0
+}
+
+/// The stall of the way `way` (timed since its stamp) ends: it goes to
+/// the way's cell, with the change of `family`'s split totals.
+#[inline(always)]
+fn end(way: EntryWay, family: SplitFamily) {
     let Some(spans) = TASK_SPANS.current_if_any() else {
         return;
     };
-    let e = &mut spans.entry;
-    let start_ns = core::mem::replace(&mut e.start_ns, 0);
-    if start_ns == 0 || e.context != context as u32 {
+    let start_ns = core::mem::replace(&mut spans.entry.start_ns, 0);
+    if start_ns == 0 || spans.entry.context != way as u32 {
         return;
     }
-    let stall = now_ns().saturating_sub(start_ns);
+    let now = now_ns();
+    let split = spans.split.totals_now(family, now);
+    let e = &spans.entry;
     let key = EntryKey {
         stack_id: e.stack_id,
         context: e.context,
         gfp: e.gfp,
         order: e.order,
+        zone: 0,
     };
-    let cell = match RECLAIM_ENTRIES.get_ptr_mut(&key) {
+    let then = SplitTotals {
+        on_cpu_ns: e.on_cpu_ns,
+        runnable_ns: e.runnable_ns,
+        blocked_ns: e.blocked_ns,
+        ..SplitTotals::default()
+    };
+    add(&key, now.saturating_sub(start_ns), &then, &split);
+}
+
+/// Adds one event (a stall of `stall` ns; 0 for a wake-up) to `key`'s
+/// cell, with the split's change from `then` to `now`.
+#[inline(always)]
+fn add(key: &EntryKey, stall: u64, then: &SplitTotals, now: &SplitTotals) {
+    let cell = match RECLAIM_ENTRIES.get_ptr_mut(key) {
         Some(cell) => cell,
         None => {
             // BPF_NOEXIST: another CPU may have inserted it meanwhile;
             // the lookup below then finds that one.
-            let _ = RECLAIM_ENTRIES.insert(&key, &EntryCell::default(), BPF_NOEXIST);
-            match RECLAIM_ENTRIES.get_ptr_mut(&key) {
+            let _ = RECLAIM_ENTRIES.insert(key, &EntryCell::default(), BPF_NOEXIST);
+            match RECLAIM_ENTRIES.get_ptr_mut(key) {
                 Some(cell) => cell,
                 None => {
                     count(Counter::EntriesFull, 1);
@@ -135,14 +279,31 @@ fn end(context: ReclaimContext) {
     // (tasks entering the same way stall on several CPUs).
     unsafe {
         atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*cell).count, 1);
+        if stall == 0 {
+            return;
+        }
         atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*cell).stall_ns, stall);
+        let parts = [
+            (&raw mut (*cell).on_cpu_ns, now.on_cpu_ns, then.on_cpu_ns),
+            (
+                &raw mut (*cell).runnable_ns,
+                now.runnable_ns,
+                then.runnable_ns,
+            ),
+            (&raw mut (*cell).blocked_ns, now.blocked_ns, then.blocked_ns),
+        ];
+        for (at, now, then) in parts {
+            // Capped at the stall: the snapshot is taken within ns of
+            // the span's own open.
+            atomic_xadd::<u64, u64, { Relaxed }>(at, now.saturating_sub(then).min(stall));
+        }
     }
 }
 
 const BPF_NOEXIST: u64 = 1;
 
-/// The way into the reclaim the task is in (`TaskSpans::entry`);
-/// `start_ns` 0: none.
+/// The way into the reclaim or direct compaction the task is in
+/// (`TaskSpans::entry`); `start_ns` 0: not timing a stall now.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct Entry {
@@ -151,4 +312,8 @@ pub struct Entry {
     pub context: u32,
     pub gfp: u32,
     pub order: u32,
+    /// The task's split totals of the context's family at the begin.
+    pub on_cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub blocked_ns: u64,
 }

@@ -8,7 +8,7 @@
 //! not.
 //!
 //! Also here: the allocation orders that sent target tasks into reclaim
-//! (`RECLAIM_ORDER`) and, per process, the total time stalled
+//! (`Counters::orders`, counted at the end) and, per process, the total time stalled
 //! (`RECLAIM_STALLERS`: every process, flagged when in the target). A
 //! reclaim's end adds its stall to the thread's own cell (`stalls` in
 //! `TASK_SPANS`, the line it already reads); `stall_thread_exit` and the
@@ -18,25 +18,23 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_probe_read_kernel},
+    helpers::{
+        bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_probe_read_kernel,
+        generated::bpf_get_current_task_btf,
+    },
     macros::{map, tracepoint},
-    maps::{LruHashMap, PerCpuArray},
+    maps::LruHashMap,
     programs::TracePointContext,
 };
 use vmtrace_common::{
-    Counter, Field, Hist, MAX_STALLERS, ORDERS, ReclaimContext, SplitFamily, StallTotals, Staller,
+    Counter, Field, Hist, MAX_STALLERS, ReclaimContext, SplitFamily, StallTotals, Staller,
     order_cell,
 };
 
 use crate::{
-    shared::{count, count_all, field, in_target, now_ns, record, tracepoint_field},
+    shared::{count, field, in_target, now_ns, record, tracepoint_field},
     task::TASK_SPANS,
 };
-
-/// Reclaims of target tasks per (context, allocation order).
-#[map]
-static RECLAIM_ORDER: PerCpuArray<u64> =
-    PerCpuArray::with_max_entries(ReclaimContext::COUNT * ORDERS, 0);
 
 /// Stall totals per process (tgid).
 #[map]
@@ -73,13 +71,6 @@ pub fn memcg_reclaim_end(ctx: TracePointContext) -> u32 {
 #[inline(always)]
 fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
     let target = in_target();
-    if target {
-        let order = tracepoint_field(ctx, order) as u32;
-        if let Some(cell) = RECLAIM_ORDER.get_ptr_mut(order_cell(context, order)) {
-            // SAFETY: this CPU's cell of a live per-CPU map.
-            unsafe { *cell += 1 };
-        }
-    }
     let Some(spans) = TASK_SPANS.current() else {
         count(Counter::ReclaimStartDropped, 1);
         return;
@@ -88,16 +79,10 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
     spans.reclaim_start_ns = now;
     spans.reclaim_context = context as u32;
     spans.reclaim_target = target as u32;
+    // Counted at the end, with the stall's other counters: one lookup.
+    spans.reclaim_order = tracepoint_field(ctx, order) as u32;
     if target {
-        crate::sched::open(&mut spans.split, split_family(context), now);
-    }
-}
-
-#[inline(always)]
-fn split_family(context: ReclaimContext) -> SplitFamily {
-    match context {
-        ReclaimContext::Memcg => SplitFamily::MemcgReclaim,
-        _ => SplitFamily::DirectReclaim,
+        crate::sched::open(&mut spans.split, SplitFamily::of_reclaim(context), now);
     }
 }
 
@@ -140,8 +125,7 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     }
     let pages = tracepoint_field(ctx, nr_reclaimed);
     crate::cgroup::add_stall(memcg, stall);
-    // One lookup of the counter cell for the three (the split's six,
-    // added in `close`, are their neighbours).
+    // One lookup of the counter cell for the three and the order.
     let (hist, n, ns, freed) = if memcg {
         (
             Hist::MemcgReclaim,
@@ -158,11 +142,26 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
         )
     };
     record(hist, stall);
-    count_all([(n, 1), (ns, stall), (freed, pages)]);
+    let context = if memcg {
+        ReclaimContext::Memcg
+    } else {
+        ReclaimContext::Direct
+    };
+    let order = order_cell(context, spans.reclaim_order) as usize;
+    if let Some(c) = crate::shared::counters() {
+        for (counter, add) in [(n, 1), (ns, stall), (freed, pages)] {
+            if let Some(v) = c.n.get_mut(counter as usize) {
+                *v += add;
+            }
+        }
+        if let Some(v) = c.orders.get_mut(order) {
+            *v += 1;
+        }
+    }
 }
 
-/// A thread is exiting: its pending stalls go to its process's row
-/// before its task storage goes away.
+/// A thread is exiting: its pending stalls go to its process's row, and
+/// its split totals to the counters, before its task storage goes away.
 #[tracepoint]
 pub fn stall_thread_exit(_ctx: TracePointContext) -> u32 {
     if let Some(spans) = TASK_SPANS.current_if_any() {
@@ -170,14 +169,18 @@ pub fn stall_thread_exit(_ctx: TracePointContext) -> u32 {
         fold_stalls(tgid, &mut spans.stalls, || {
             bpf_get_current_comm().unwrap_or([0; 16])
         });
+        // SAFETY: the current task is valid for the program's run.
+        let task = unsafe { bpf_get_current_task_btf() } as *const u8;
+        crate::sched::fold_at_exit(&mut spans.split, task);
     }
     0
 }
 
 /// A task iterator (`iter/task`), run by the collector before it reads
 /// `RECLAIM_STALLERS`: every live thread's pending stalls go to its
-/// process's row. Its context is `struct bpf_iter__task { meta; task; }`;
-/// `task` is null on the iterator's last call.
+/// process's row, and its split totals are summed into `SPLIT_LIVE`.
+/// Its context is `struct bpf_iter__task { meta; task; }`; `task` is
+/// null on the iterator's last call.
 #[unsafe(no_mangle)]
 #[unsafe(link_section = "iter/task")]
 pub extern "C" fn stall_flush(ctx: *mut c_void) -> u32 {
@@ -190,6 +193,7 @@ pub extern "C" fn stall_flush(ctx: *mut c_void) -> u32 {
     let Some(spans) = TASK_SPANS.of(task, 0) else {
         return 0;
     };
+    crate::sched::add_live(&spans.split);
     let task = task as *const u8;
     let tgid = field!(task_tgid);
     let comm = field!(task_comm);

@@ -11,17 +11,27 @@
 //! blocked, in an I/O wait when `in_iowait` is set (io_schedule_prepare).
 //! `sched_wakeup` (ttwu_do_wakeup: every wake-up, also of a task still
 //! queued, ttwu_runnable) turns blocked into runnable, and the switch-in
-//! ends the wait for a CPU. The span's end (`close`) adds the last
-//! stretch on the CPU and folds the parts into the family's counters,
-//! with the span's wall time and the change of the kernel's own
-//! `sched_info.run_delay` over it, the cross-check of the runnable part.
-//! run_delay grows only when the task is switched in (sched_info_arrive,
-//! from prepare_task_switch, after trace_sched_switch) or dequeued while
-//! queued (sched_info_dequeue): never while it runs. So its value at the
-//! span's open equals its value at the span's first switch-out, where
-//! `sched_switch` reads it; a span that never left the CPU changed it by
-//! 0 and its end reads nothing. The reclaim pair, which runs for every
-//! stall, thus reads no cold line of task_struct (docs/BENCHMARKS.md).
+//! ends the wait for a CPU. Each stretch, when it ends, is added to the
+//! task's running totals of the span's family (`SplitTotals`, in the
+//! task's own cell); the span's end (`close`) adds the last stretch on
+//! the CPU and the span's wall time there. So a span's end writes only
+//! the line its stamp is on: the totals reach the counters at the
+//! thread's exit (`reclaim::stall_thread_exit`) and, for live threads,
+//! through the collector's task iterator (`reclaim::stall_flush`, into
+//! `SPLIT_LIVE`). A span's own parts are the totals' change across it
+//! (`entry` books them per way into reclaim).
+//!
+//! The cross-check of the runnable part is the kernel's own
+//! `sched_info.run_delay`, summed over the spans the same way. run_delay
+//! grows only when the task is switched in (sched_info_arrive, from
+//! prepare_task_switch, after trace_sched_switch) or dequeued while
+//! queued (sched_info_dequeue): never while it runs. So its value at a
+//! span's open equals its value at the span's first switch-out, and its
+//! value at the span's close equals its value at the task's next
+//! switch-out: `sched_switch` reads it at both (prev's sched_info line,
+//! which the scheduler itself is touching), and a span that never left
+//! the CPU changed it by 0. Neither end of a span reads a cold line of
+//! task_struct (docs/BENCHMARKS.md).
 //!
 //! The I/O waits: a target task switched out blocked with `in_iowait`
 //! is stamped in `IO_WAITS` (a preallocated hash: no allocation under
@@ -35,12 +45,11 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
-    helpers::generated::bpf_get_current_task_btf,
     macros::{btf_tracepoint, map},
-    maps::HashMap,
+    maps::{Array, HashMap},
     programs::BtfTracePointContext,
 };
-use vmtrace_common::{Counter, MAX_IO_WAITS, SplitFamily, SplitPart, split_counter};
+use vmtrace_common::{Counter, MAX_IO_WAITS, SplitFamily, SplitPart, SplitTotals, split_counter};
 
 use crate::{
     shared::{count, count_all, field, in_target, now_ns},
@@ -53,24 +62,48 @@ const RUNNABLE: u32 = 1;
 const BLOCKED: u32 = 2;
 const IOWAIT: u32 = 3;
 
-/// An open span's parts so far (`TaskSpans::split`); `mark_ns` 0: none
-/// open.
+/// The current task's split: the open span (`mark_ns` 0: none), the
+/// run_delay bookkeeping, and the running totals per family.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct Split {
     pub mark_ns: u64,
     pub state: u32,
-    /// The `SplitFamily` that opened it.
+    /// The `SplitFamily` of the open span.
     pub family: u32,
-    pub on_cpu_ns: u64,
-    pub runnable_ns: u64,
-    pub blocked_ns: u64,
-    pub iowait_ns: u64,
-    /// `sched_info.run_delay` when the span opened, read at its first
-    /// switch-out (`switched` 1 from then on).
+    /// `sched_info.run_delay` when the open span opened (read at its
+    /// first switch-out: `switched` 1 from then on), or when the closed
+    /// span of `pending_family` opened (`pending` 1: its change is read
+    /// at the task's next switch-out).
     pub run_delay_ns: u64,
     pub switched: u32,
+    pub pending: u32,
+    pub pending_family: u32,
     pub _pad: u32,
+    /// Per family, `SplitFamily::index`.
+    pub totals: [SplitTotals; SplitFamily::COUNT as usize],
+}
+
+impl Split {
+    /// The totals of `family` (a `SplitFamily` as u32).
+    #[inline(always)]
+    pub fn totals_of(&mut self, family: u32) -> Option<&mut SplitTotals> {
+        // Bounded for the verifier: the families are 1..=COUNT.
+        self.totals.get_mut((family as usize).wrapping_sub(1))
+    }
+
+    /// `family`'s totals as of `now`, the open span's stretch so far
+    /// included (the task is on a CPU: it is running this).
+    #[inline(always)]
+    pub fn totals_now(&mut self, family: SplitFamily, now: u64) -> SplitTotals {
+        let open = self.mark_ns != 0 && self.family == family as u32;
+        let since = now.saturating_sub(self.mark_ns);
+        let mut t = self.totals_of(family as u32).copied().unwrap_or_default();
+        if open {
+            t.on_cpu_ns += since;
+        }
+        t
+    }
 }
 
 /// Open I/O-wait sleeps of target threads: `task_struct` address ->
@@ -79,6 +112,64 @@ pub struct Split {
 /// freed, so no address is reused while its entry lives.
 #[map]
 static IO_WAITS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_IO_WAITS, 0);
+
+/// Live threads' split totals per family (`SplitFamily::index`),
+/// summed by the collector's task iterator (`add_live`); userspace
+/// zeroes it before each run of the iterator.
+#[map]
+static SPLIT_LIVE: Array<SplitTotals> = Array::with_max_entries(SplitFamily::COUNT, 0);
+
+/// A thread's totals go to the counters (it is exiting; its pending
+/// run_delay change is read now, from `task`, a BTF pointer).
+#[inline(always)]
+pub fn fold_at_exit(s: &mut Split, task: *const u8) {
+    settle_run_delay(s, task);
+    for family in SplitFamily::ALL {
+        let Some(t) = s.totals.get_mut(family.index()).map(core::mem::take) else {
+            continue;
+        };
+        if t.wall_ns == 0 {
+            continue;
+        }
+        let at = |part| (split_counter(family, part), t.part(part));
+        count_all([
+            at(SplitPart::OnCpu),
+            at(SplitPart::Runnable),
+            at(SplitPart::Blocked),
+            at(SplitPart::Iowait),
+            at(SplitPart::Wall),
+            at(SplitPart::RunDelay),
+        ]);
+    }
+}
+
+/// A live thread's totals are added to `SPLIT_LIVE` (the collector's
+/// task iterator; the totals stay: they only grow, and the thread's
+/// exit moves them to the counters). A span open now is not in them
+/// yet, nor a closed span's pending run_delay change.
+#[inline(always)]
+pub fn add_live(s: &Split) {
+    for family in SplitFamily::ALL {
+        let Some(t) = s.totals.get(family.index()) else {
+            continue;
+        };
+        if t.wall_ns == 0 && t.on_cpu_ns == 0 {
+            continue;
+        }
+        if let Some(live) = SPLIT_LIVE.get_ptr_mut(family.index() as u32) {
+            // SAFETY: a live map value; the iterator runs on one CPU
+            // at a time (the reading file's).
+            unsafe {
+                (*live).on_cpu_ns += t.on_cpu_ns;
+                (*live).runnable_ns += t.runnable_ns;
+                (*live).blocked_ns += t.blocked_ns;
+                (*live).iowait_ns += t.iowait_ns;
+                (*live).wall_ns += t.wall_ns;
+                (*live).run_delay_ns += t.run_delay_ns;
+            }
+        }
+    }
+}
 
 /// `task`'s `sched_info.run_delay` (0 where BTF lacks it).
 ///
@@ -89,7 +180,7 @@ static IO_WAITS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_IO_WAITS, 0);
 /// cannot fault (BPF_PROBE_MEM). bpf_probe_read_kernel, two helper calls
 /// with the task lookup, cost more than the rest of a reclaim's end.
 #[inline(always)]
-fn run_delay(task: *const u8) -> u64 {
+pub fn run_delay(task: *const u8) -> u64 {
     let (info, delay) = (field!(task_sched_info), field!(sched_info_run_delay));
     if info.size == 0 || delay.size != 8 {
         return 0;
@@ -121,38 +212,30 @@ pub fn open(split: &mut Split, family: SplitFamily, now: u64) {
     if split.mark_ns != 0 {
         return;
     }
-    // The parts are 0: a new cell is zeroed and `close` takes the last
-    // span's, so only the line with the mark is written.
     split.mark_ns = now;
     split.state = ON_CPU;
     split.family = family as u32;
+    split.switched = 0;
 }
 
 /// Closes the current task's split for a span of `family` that began at
-/// `start_ns`, folding it into the family's counters.
+/// `start_ns`: its last stretch on the CPU and its wall time go to the
+/// family's totals.
 #[inline(always)]
 pub fn close(split: &mut Split, family: SplitFamily, start_ns: u64, now: u64) {
     if split.mark_ns == 0 || split.family != family as u32 {
         return;
     }
-    let s = core::mem::take(split);
-    let on_cpu = s.on_cpu_ns + now.saturating_sub(s.mark_ns);
-    let run_delay = if s.switched != 0 {
-        // SAFETY: the current task is valid for the program's run.
-        let task = unsafe { bpf_get_current_task_btf() } as *const u8;
-        run_delay(task).saturating_sub(s.run_delay_ns)
-    } else {
-        0
-    };
-    let at = |part| split_counter(family, part);
-    count_all([
-        (at(SplitPart::OnCpu), on_cpu),
-        (at(SplitPart::Runnable), s.runnable_ns),
-        (at(SplitPart::Blocked), s.blocked_ns),
-        (at(SplitPart::Iowait), s.iowait_ns),
-        (at(SplitPart::Wall), now.saturating_sub(start_ns)),
-        (at(SplitPart::RunDelay), run_delay),
-    ]);
+    let on_cpu = now.saturating_sub(split.mark_ns);
+    split.mark_ns = 0;
+    if split.switched != 0 {
+        split.pending = 1;
+        split.pending_family = family as u32;
+    }
+    if let Some(t) = split.totals_of(family as u32) {
+        t.on_cpu_ns += on_cpu;
+        t.wall_ns += now.saturating_sub(start_ns);
+    }
 }
 
 /// Ends the stretch since the mark in `state`, booking it; the task is
@@ -160,17 +243,56 @@ pub fn close(split: &mut Split, family: SplitFamily, start_ns: u64, now: u64) {
 #[inline(always)]
 fn advance(s: &mut Split, next: u32, now: u64) {
     let took = now.saturating_sub(s.mark_ns);
-    match s.state {
-        ON_CPU => s.on_cpu_ns += took,
-        RUNNABLE => s.runnable_ns += took,
-        IOWAIT => {
-            s.blocked_ns += took;
-            s.iowait_ns += took;
+    let state = s.state;
+    if let Some(t) = s.totals_of(s.family) {
+        match state {
+            ON_CPU => t.on_cpu_ns += took,
+            RUNNABLE => t.runnable_ns += took,
+            IOWAIT => {
+                t.blocked_ns += took;
+                t.iowait_ns += took;
+            }
+            _ => t.blocked_ns += took,
         }
-        _ => s.blocked_ns += took,
     }
     s.mark_ns = now;
     s.state = next;
+}
+
+/// At prev's switch-out: the run_delay change of its last closed span,
+/// and the value the open one started from (see the module's header).
+#[inline(always)]
+fn read_run_delay(s: &mut Split, prev: *const u8) {
+    let open_unread = s.mark_ns != 0 && s.switched == 0;
+    if s.pending == 0 && !open_unread {
+        return;
+    }
+    let now = run_delay(prev);
+    if s.pending != 0 {
+        s.pending = 0;
+        let base = s.run_delay_ns;
+        if let Some(t) = s.totals_of(s.pending_family) {
+            t.run_delay_ns += now.saturating_sub(base);
+        }
+    }
+    if open_unread {
+        s.run_delay_ns = now;
+        s.switched = 1;
+    }
+}
+
+/// Resolves a closed span's pending run_delay change (the thread is
+/// exiting: there is no next switch-out to read it at).
+#[inline(always)]
+pub fn settle_run_delay(s: &mut Split, task: *const u8) {
+    if s.pending != 0 {
+        s.pending = 0;
+        let base = s.run_delay_ns;
+        let now = run_delay(task);
+        if let Some(t) = s.totals_of(s.pending_family) {
+            t.run_delay_ns += now.saturating_sub(base);
+        }
+    }
 }
 
 #[btf_tracepoint(function = "sched_switch")]
@@ -184,22 +306,17 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     let asleep = preempt & 0xff == 0 && prev_state & 0xffff_ffff != 0;
     let iowait = asleep && in_iowait(prev as *const u8);
     let mut now = 0;
-    if let Some(spans) = TASK_SPANS.of(prev, 0)
-        && spans.split.mark_ns != 0
-    {
-        now = now_ns();
-        let state = match (asleep, iowait) {
-            (false, _) => RUNNABLE,
-            (true, true) => IOWAIT,
-            (true, false) => BLOCKED,
-        };
-        if spans.split.switched == 0 {
-            // Not yet switched in since the open: run_delay as it was
-            // then (see the module's header).
-            spans.split.run_delay_ns = run_delay(prev as *const u8);
-            spans.split.switched = 1;
+    if let Some(spans) = TASK_SPANS.of(prev, 0) {
+        read_run_delay(&mut spans.split, prev as *const u8);
+        if spans.split.mark_ns != 0 {
+            now = now_ns();
+            let state = match (asleep, iowait) {
+                (false, _) => RUNNABLE,
+                (true, true) => IOWAIT,
+                (true, false) => BLOCKED,
+            };
+            advance(&mut spans.split, state, now);
         }
-        advance(&mut spans.split, state, now);
     }
     // prev is current here: the target filter applies to it.
     if iowait && in_target() {

@@ -109,6 +109,14 @@ pub fn count_all<const N: usize>(adds: [(Counter, u64); N]) {
     }
 }
 
+/// This CPU's counter cell, for a program that adds to more than
+/// `count_all` reaches (a reclaim's end: its order cell too).
+#[inline(always)]
+pub fn counters() -> Option<&'static mut Counters> {
+    // SAFETY: this CPU's cell of a live map, used for the program's run.
+    COUNTERS.get_ptr_mut(0).map(|cell| unsafe { &mut *cell })
+}
+
 #[inline(always)]
 pub fn record(h: Hist, value: u64) {
     if let Some(cell) = HISTOGRAMS.get_ptr_mut(h as u32) {

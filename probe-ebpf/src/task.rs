@@ -96,6 +96,9 @@ pub struct TaskSpans {
     pub reclaim_start_ns: u64,
     pub reclaim_context: u32,
     pub reclaim_target: u32,
+    /// The allocation order, counted at the reclaim's end.
+    pub reclaim_order: u32,
+    pub _pad: u32,
     /// The open span's time so far, split at the scheduler (`sched`):
     /// beside the reclaim stamp, so that a reclaim's begin writes one
     /// line of the cell.

@@ -219,6 +219,62 @@ pub enum SplitFamily {
     Compaction = 3,
 }
 
+impl SplitFamily {
+    pub const ALL: [SplitFamily; 3] = [
+        SplitFamily::DirectReclaim,
+        SplitFamily::MemcgReclaim,
+        SplitFamily::Compaction,
+    ];
+    pub const COUNT: u32 = Self::ALL.len() as u32;
+
+    /// The family of a direct or memcg reclaim's stall.
+    #[inline(always)]
+    pub const fn of_reclaim(context: ReclaimContext) -> SplitFamily {
+        match context {
+            ReclaimContext::Memcg => SplitFamily::MemcgReclaim,
+            _ => SplitFamily::DirectReclaim,
+        }
+    }
+
+    /// The family's slot in `SplitTotals` arrays (`TaskSpans::split`,
+    /// `SPLIT_LIVE`).
+    #[inline(always)]
+    pub const fn index(self) -> usize {
+        self as usize - 1
+    }
+}
+
+/// A task's split spans of one family, summed over its life: each part
+/// only grows (`sched` adds a stretch when it ends; a span's end adds
+/// its last stretch on the CPU and its wall time). A span's own parts
+/// are the difference across it. The counters get a thread's totals at
+/// its exit; live threads' are summed into `SPLIT_LIVE` by the
+/// collector's task iterator.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitTotals {
+    pub on_cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub blocked_ns: u64,
+    pub iowait_ns: u64,
+    pub wall_ns: u64,
+    pub run_delay_ns: u64,
+}
+
+impl SplitTotals {
+    /// `part`'s value.
+    pub const fn part(&self, part: SplitPart) -> u64 {
+        match part {
+            SplitPart::OnCpu => self.on_cpu_ns,
+            SplitPart::Runnable => self.runnable_ns,
+            SplitPart::Blocked => self.blocked_ns,
+            SplitPart::Iowait => self.iowait_ns,
+            SplitPart::Wall => self.wall_ns,
+            SplitPart::RunDelay => self.run_delay_ns,
+        }
+    }
+}
+
 /// One part of a split span's time (the order of the counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplitPart {
@@ -228,6 +284,17 @@ pub enum SplitPart {
     Iowait,
     Wall,
     RunDelay,
+}
+
+impl SplitPart {
+    pub const ALL: [SplitPart; 6] = [
+        SplitPart::OnCpu,
+        SplitPart::Runnable,
+        SplitPart::Blocked,
+        SplitPart::Iowait,
+        SplitPart::Wall,
+        SplitPart::RunDelay,
+    ];
 }
 
 /// The counter holding `part` of `family`'s spans.
@@ -393,6 +460,9 @@ impl SwapExtents {
 #[derive(Clone, Copy, Debug)]
 pub struct Counters {
     pub n: [u64; Counter::COUNT as usize],
+    /// Target reclaims per (context, allocation order), `order_cell`:
+    /// added at a reclaim's end, with its other counters.
+    pub orders: [u64; (ReclaimContext::COUNT * ORDERS) as usize],
 }
 
 /// An in-flight swap request (a slot of `SWAP_IO`; `start_ns` 0 = free).
@@ -614,7 +684,7 @@ pub const MAX_WAKERS: u32 = 1024;
 /// Allocation orders tracked one by one; higher ones share the last cell.
 pub const ORDERS: u32 = 12;
 
-/// Index of a (context, order) cell in `RECLAIM_ORDER`.
+/// Index of a (context, order) cell in `Counters::orders`.
 pub const fn order_cell(ctx: ReclaimContext, order: u32) -> u32 {
     let o = if order < ORDERS { order } else { ORDERS - 1 };
     ctx as u32 * ORDERS + o
@@ -637,18 +707,51 @@ pub const MAX_ENTRIES: u32 = 4096;
 /// The stack id of an entry whose stack was not kept.
 pub const ENTRY_STACK_LOST: i32 = -1;
 
+/// What a `RECLAIM_ENTRIES` row is the way into: a direct or memcg
+/// reclaim (the `ReclaimContext`'s value), a direct compaction's runs,
+/// or a kswapd wake-up (counted, no stall: the waker goes on).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryWay {
+    Direct = ReclaimContext::Direct as u32,
+    Memcg = ReclaimContext::Memcg as u32,
+    Compaction = 8,
+    KswapdWake = 9,
+}
+
+impl EntryWay {
+    pub const ALL: [EntryWay; 4] = [
+        EntryWay::Direct,
+        EntryWay::Memcg,
+        EntryWay::Compaction,
+        EntryWay::KswapdWake,
+    ];
+
+    /// As reports and recordings name it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EntryWay::Direct => "direct",
+            EntryWay::Memcg => "memcg",
+            EntryWay::Compaction => "compaction",
+            EntryWay::KswapdWake => "kswapd_wake",
+        }
+    }
+}
+
 /// A key of `RECLAIM_ENTRIES`: how a target reclaim was entered.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EntryKey {
     /// Id in `ENTRY_STACKS`, or `ENTRY_STACK_LOST`.
     pub stack_id: i32,
-    /// A `ReclaimContext` (direct or memcg).
+    /// An `EntryWay`.
     pub context: u32,
     /// The allocation's GFP flags (the tracepoint's `gfp_flags`; gfp_t
     /// is 32 bits on every kernel vmtrace supports).
     pub gfp: u32,
     pub order: u32,
+    /// A kswapd wake-up's (node, zone), `zone_cell`; 0 for the others.
+    pub zone: u32,
 }
 
 /// A cell of `RECLAIM_ENTRIES`: the reclaims entered that way and their
@@ -658,6 +761,12 @@ pub struct EntryKey {
 pub struct EntryCell {
     pub count: u64,
     pub stall_ns: u64,
+    /// The stalls' time at the scheduler (the task's `SplitTotals`
+    /// across each; 0 where the split is off): on a CPU, runnable,
+    /// blocked.
+    pub on_cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub blocked_ns: u64,
 }
 
 /// Per process (tgid): time spent stalled in reclaim, `RECLAIM_STALLERS`.
@@ -772,6 +881,10 @@ pub struct Fields {
     pub wakeup_kswapd_nid: Field,
     pub wakeup_kswapd_zid: Field,
     pub wakeup_kswapd_order: Field,
+    pub wakeup_kswapd_gfp_flags: Field,
+    /// `mm_compaction_try_to_compact_pages.order` / `.gfp_mask`.
+    pub try_to_compact_pages_order: Field,
+    pub try_to_compact_pages_gfp_mask: Field,
     /// `mm_shrink_slab_end.retval` (objects freed).
     pub shrink_slab_end_retval: Field,
     /// `mm_vmscan_throttled.usec_delayed` / `.reason`.
@@ -803,6 +916,8 @@ pub struct Fields {
     /// `task_struct.in_iowait`, a bitfield: `offset` is the byte that
     /// holds it, `size` the bit's index in that byte (little-endian).
     pub task_in_iowait: Field,
+    /// `task_struct.flags` (PF_*).
+    pub task_flags: Field,
     /// `mm_vmscan_lru_isolate` fields.
     pub lru_isolate_highest_zoneidx: Field,
     pub lru_isolate_nr_requested: Field,
@@ -875,7 +990,6 @@ pub mod names {
     pub const LRU_SHRINK_INACTIVE: &str = "LRU_SHRINK_INACTIVE";
     pub const LRU_SHRINK_ACTIVE: &str = "LRU_SHRINK_ACTIVE";
     pub const RECLAIM_PRIORITY: &str = "RECLAIM_PRIORITY";
-    pub const RECLAIM_ORDER: &str = "RECLAIM_ORDER";
     pub const RECLAIM_STALLERS: &str = "RECLAIM_STALLERS";
     pub const OOM_VICTIMS: &str = "OOM_VICTIMS";
     pub const KSWAPD_NODES: &str = "KSWAPD_NODES";
@@ -901,6 +1015,7 @@ pub mod names {
     pub const CGROUP_STALLS: &str = "CGROUP_STALLS";
     pub const RECLAIM_ENTRIES: &str = "RECLAIM_ENTRIES";
     pub const ENTRY_STACKS: &str = "ENTRY_STACKS";
+    pub const SPLIT_LIVE: &str = "SPLIT_LIVE";
     pub const CGROUP_ZERO: &str = "CGROUP_ZERO";
     pub const PER_CGROUP: &str = "PER_CGROUP";
 
@@ -911,7 +1026,6 @@ pub mod names {
         LRU_SHRINK_INACTIVE,
         LRU_SHRINK_ACTIVE,
         RECLAIM_PRIORITY,
-        RECLAIM_ORDER,
         RECLAIM_STALLERS,
         OOM_VICTIMS,
         KSWAPD_NODES,
@@ -933,6 +1047,7 @@ pub mod names {
         CGROUP_ZERO,
         RECLAIM_ENTRIES,
         ENTRY_STACKS,
+        SPLIT_LIVE,
     ];
 
     /// The globals userspace sets at load time (not maps).
@@ -1001,6 +1116,7 @@ mod pod {
     unsafe impl aya::Pod for super::Staller {}
     unsafe impl aya::Pod for super::EntryKey {}
     unsafe impl aya::Pod for super::EntryCell {}
+    unsafe impl aya::Pod for super::SplitTotals {}
     unsafe impl aya::Pod for super::CgroupStalls {}
     unsafe impl aya::Pod for super::OomVictim {}
     unsafe impl aya::Pod for super::KswapdNode {}

@@ -3,12 +3,13 @@
 //! side.
 
 use anyhow::{Context, Result, anyhow};
-use aya::maps::{HashMap as AyaHashMap, PerCpuArray};
+use aya::maps::{Array, HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
     CgroupStalls, Counter, Counters, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive,
     LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime,
-    ProcFaults, ReclaimContext, Staller, THROTTLE_REASONS, hist::Buckets, isolate_cell, lru_cell,
-    names, order_cell, priority_cell, zone_cell,
+    ProcFaults, ReclaimContext, SplitFamily, SplitPart, SplitTotals, Staller, THROTTLE_REASONS,
+    hist::Buckets, isolate_cell, lru_cell, names, order_cell, priority_cell, split_counter,
+    zone_cell,
 };
 
 use crate::{
@@ -149,11 +150,29 @@ pub fn forget_cgroups(probes: &mut Probes, ids: &[u64]) -> Result<usize> {
 /// MAX_PROCESSES), so this is not for every sample or scrape.
 pub fn read(probes: &Probes) -> Result<KernelTotals> {
     let mut t = read_aggregates(probes)?;
+    add_live_split(probes, &mut t)?;
     t.stallers = hash_entries(probes, names::RECLAIM_STALLERS)?;
     t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
     t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
     t.entries = crate::kernel::entries::read(probes, &t)?;
     Ok(t)
+}
+
+/// Adds the live threads' split totals (`SPLIT_LIVE`, summed by the
+/// task iterator `Probes::flush_stalls` just run) to the counters,
+/// which hold the exited threads' (probe-ebpf `sched`).
+fn add_live_split(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
+    let live: Array<_, SplitTotals> =
+        Array::try_from(map(probes, names::SPLIT_LIVE)?).context("map SPLIT_LIVE")?;
+    for family in SplitFamily::ALL {
+        let totals = live.get(&(family.index() as u32), 0)?;
+        for part in SplitPart::ALL {
+            if let Some(c) = t.counters.get_mut(split_counter(family, part) as usize) {
+                *c += totals.part(part);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads every map but the per-process tables (those stay empty): what
@@ -237,7 +256,13 @@ fn read_lru(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
 /// context with any.
 fn read_priority_and_order(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
     let priority = per_cpu_array::<u64>(probes, names::RECLAIM_PRIORITY)?;
-    let order = per_cpu_array::<u64>(probes, names::RECLAIM_ORDER)?;
+    let counters = per_cpu_array::<Counters>(probes, names::COUNTERS)?.get(&0, 0)?;
+    let order = |cell: u32| -> u64 {
+        counters
+            .iter()
+            .map(|c| c.orders.get(cell as usize).copied().unwrap_or(0))
+            .sum()
+    };
     for context in ReclaimContext::ALL {
         let p = (0..PRIORITIES)
             .map(|i| sum_u64(&priority, priority_cell(context, i)))
@@ -245,9 +270,7 @@ fn read_priority_and_order(probes: &Probes, t: &mut KernelTotals) -> Result<()> 
         if p.iter().any(|&n| n > 0) {
             t.priority.push((context, p));
         }
-        let o = (0..ORDERS)
-            .map(|i| sum_u64(&order, order_cell(context, i)))
-            .collect::<Result<Vec<u64>>>()?;
+        let o: Vec<u64> = (0..ORDERS).map(|i| order(order_cell(context, i))).collect();
         if o.iter().any(|&n| n > 0) {
             t.order.push((context, o));
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use aya::maps::{HashMap as AyaHashMap, StackTraceMap};
-use vmtrace_common::{Counter, ENTRY_STACK_LOST, EntryCell, EntryKey, ReclaimContext, names};
+use vmtrace_common::{Counter, ENTRY_STACK_LOST, EntryCell, EntryKey, EntryWay, MAX_ZONES, names};
 
 use crate::{
     kernel::{
@@ -17,13 +17,14 @@ use crate::{
         kallsyms::Kallsyms,
         probes::{MetricId, Probes},
     },
-    model::report::{EntryPath, ReclaimEntries},
+    model::report::{EntryPath, EntrySplit, KswapdWakePath, ReclaimEntries},
 };
 
-/// The ways in so far; None when the metric is off (`--no-stacks`, or
-/// this kernel lacks its tracepoints). `totals` gives the counters.
+/// The ways in so far (reclaim, direct compaction, kswapd wake-ups);
+/// None when all three are off (`--no-stacks`, or this kernel lacks
+/// their tracepoints). `totals` gives the counters.
 pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ReclaimEntries>> {
-    if !probes.plan.is_enabled(MetricId::ReclaimEntries) {
+    if !probes.plan.takes_stacks() {
         return Ok(None);
     }
     let map = |name: &str| {
@@ -56,19 +57,61 @@ pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ReclaimEntr
             Err(_) => Vec::new(),
         }
     };
-    let rows = cells.into_iter().map(|(key, cell)| {
-        let frames = if key.stack_id == ENTRY_STACK_LOST {
-            Vec::new()
-        } else {
-            frames(key.stack_id)
-        };
-        (key, frames, cell)
-    });
+    let (wakes, ways): (Vec<_>, Vec<_>) = cells
+        .into_iter()
+        .map(|(key, cell)| {
+            let frames = if key.stack_id == ENTRY_STACK_LOST {
+                Vec::new()
+            } else {
+                frames(key.stack_id)
+            };
+            (key, frames, cell)
+        })
+        .partition(|(key, _, _)| key.context == EntryWay::KswapdWake as u32);
+    let gfp = probes.plan.gfp_names.as_ref();
     Ok(Some(ReclaimEntries {
-        paths: merge(rows, probes.plan.gfp_names.as_ref()),
+        paths: merge(
+            ways.into_iter(),
+            gfp,
+            probes.plan.is_enabled(MetricId::SchedSplit),
+        ),
         stacks_lost: totals.counter(Counter::EntryStacksLost),
         table_full: totals.counter(Counter::EntriesFull),
+        kswapd_wakers: wake_paths(wakes.into_iter(), gfp),
     }))
+}
+
+/// One row per (zone, frames, GFP, order), most wake-ups first; zones
+/// are named `zone<zid>` until the report names them from zoneinfo.
+fn wake_paths(
+    rows: impl Iterator<Item = (EntryKey, Vec<String>, EntryCell)>,
+    gfp: Option<&GfpNames>,
+) -> Vec<KswapdWakePath> {
+    let mut merged: BTreeMap<(u32, Vec<String>, u32, u32), u64> = BTreeMap::new();
+    for (key, frames, cell) in rows {
+        *merged
+            .entry((key.zone, frames, key.gfp, key.order))
+            .or_default() += cell.count;
+    }
+    let mut paths: Vec<KswapdWakePath> = merged
+        .into_iter()
+        .map(|((cell, frames, flags, order), count)| KswapdWakePath {
+            node: cell / MAX_ZONES,
+            zid: cell % MAX_ZONES,
+            zone: format!("zone{}", cell % MAX_ZONES),
+            frames,
+            gfp: flags,
+            gfp_names: gfp_name(gfp, flags),
+            order,
+            count,
+        })
+        .collect();
+    paths.sort_by_key(|p| std::cmp::Reverse(p.count));
+    paths
+}
+
+fn gfp_name(gfp: Option<&GfpNames>, flags: u32) -> String {
+    gfp.map_or_else(|| format!("0x{flags:x}"), |g| g.decode(flags.into()))
 }
 
 /// The tracepoint's own machinery above the function that holds it:
@@ -87,9 +130,12 @@ fn is_tracing_frame(name: &str) -> bool {
 }
 
 /// One row per (context, frames, GFP, order), most stall time first.
+/// `split`: whether the stalls' split was measured (the sched split
+/// metric ran).
 fn merge(
     rows: impl Iterator<Item = (EntryKey, Vec<String>, EntryCell)>,
     gfp: Option<&GfpNames>,
+    split: bool,
 ) -> Vec<EntryPath> {
     let mut merged: BTreeMap<(u32, Vec<String>, u32, u32), EntryCell> = BTreeMap::new();
     for (key, frames, cell) in rows {
@@ -98,6 +144,9 @@ fn merge(
             .or_default();
         m.count += cell.count;
         m.stall_ns += cell.stall_ns;
+        m.on_cpu_ns += cell.on_cpu_ns;
+        m.runnable_ns += cell.runnable_ns;
+        m.blocked_ns += cell.blocked_ns;
     }
     let mut paths: Vec<EntryPath> = merged
         .into_iter()
@@ -105,10 +154,15 @@ fn merge(
             context: context_name(context).into(),
             frames,
             gfp: flags,
-            gfp_names: gfp.map_or_else(|| format!("0x{flags:x}"), |g| g.decode(flags.into())),
+            gfp_names: gfp_name(gfp, flags),
             order,
             count: cell.count,
             stall_ns: cell.stall_ns,
+            split: split.then_some(EntrySplit {
+                on_cpu_ns: cell.on_cpu_ns,
+                runnable_ns: cell.runnable_ns,
+                blocked_ns: cell.blocked_ns,
+            }),
         })
         .collect();
     paths.sort_by(|a, b| b.stall_ns.cmp(&a.stall_ns).then(b.count.cmp(&a.count)));
@@ -116,27 +170,34 @@ fn merge(
 }
 
 fn context_name(context: u32) -> &'static str {
-    ReclaimContext::ALL
+    EntryWay::ALL
         .iter()
-        .find(|c| **c as u32 == context)
-        .map_or("other", |c| c.name())
+        .find(|w| **w as u32 == context)
+        .map_or("other", |w| w.name())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn key(stack_id: i32, context: ReclaimContext, gfp: u32) -> EntryKey {
+    fn key(stack_id: i32, context: EntryWay, gfp: u32) -> EntryKey {
         EntryKey {
             stack_id,
             context: context as u32,
             gfp,
             order: 0,
+            zone: 0,
         }
     }
 
     fn cell(count: u64, stall_ns: u64) -> EntryCell {
-        EntryCell { count, stall_ns }
+        EntryCell {
+            count,
+            stall_ns,
+            on_cpu_ns: stall_ns / 2,
+            runnable_ns: stall_ns / 4,
+            blocked_ns: stall_ns / 4,
+        }
     }
 
     #[test]
@@ -145,30 +206,19 @@ mod tests {
         let anon = f(&["try_to_free_mem_cgroup_pages", "do_anonymous_page"]);
         let file = f(&["try_to_free_mem_cgroup_pages", "filemap_fault"]);
         let rows = vec![
-            (
-                key(1, ReclaimContext::Memcg, 0xcc0),
-                anon.clone(),
-                cell(2, 100),
-            ),
-            (
-                key(7, ReclaimContext::Memcg, 0xcc0),
-                anon.clone(),
-                cell(3, 50),
-            ),
-            (
-                key(2, ReclaimContext::Memcg, 0xcc0),
-                file.clone(),
-                cell(9, 120),
-            ),
-            (
-                key(3, ReclaimContext::Direct, 0xcc0),
-                anon.clone(),
-                cell(1, 10),
-            ),
+            (key(1, EntryWay::Memcg, 0xcc0), anon.clone(), cell(2, 100)),
+            (key(7, EntryWay::Memcg, 0xcc0), anon.clone(), cell(3, 50)),
+            (key(2, EntryWay::Memcg, 0xcc0), file.clone(), cell(9, 120)),
+            (key(3, EntryWay::Direct, 0xcc0), anon.clone(), cell(1, 10)),
         ];
-        let paths = merge(rows.into_iter(), None);
+        let paths = merge(rows.into_iter(), None, true);
         assert_eq!(paths.len(), 3);
         assert_eq!((paths[0].count, paths[0].stall_ns), (5, 150));
+        let split = paths[0].split.as_ref().expect("split measured");
+        assert_eq!(
+            (split.on_cpu_ns, split.runnable_ns, split.blocked_ns),
+            (75, 37, 37)
+        );
         assert_eq!(paths[0].frames, anon);
         assert_eq!(paths[0].context, "memcg");
         assert_eq!(paths[0].gfp_names, "0xcc0");
@@ -197,12 +247,8 @@ mod tests {
         let text = std::fs::read_to_string(dir).expect("format file");
         let names = GfpNames::from_format(&text, "gfp_flags").expect("table");
         let kernel = names.value("GFP_KERNEL").expect("GFP_KERNEL") as u32;
-        let rows = vec![(
-            key(1, ReclaimContext::Memcg, kernel),
-            Vec::new(),
-            cell(1, 1),
-        )];
-        let paths = merge(rows.into_iter(), Some(&names));
+        let rows = vec![(key(1, EntryWay::Memcg, kernel), Vec::new(), cell(1, 1))];
+        let paths = merge(rows.into_iter(), Some(&names), false);
         assert_eq!(paths[0].gfp_names, "GFP_KERNEL");
         assert_eq!(paths[0].gfp, kernel);
     }

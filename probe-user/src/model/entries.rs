@@ -15,6 +15,11 @@ pub struct ReclaimEntries {
     pub stacks_lost: u64,
     /// Reclaims in no row at all (the kernel's table was full).
     pub table_full: u64,
+    /// Who woke kswapd: one row per (zone, waker's stack, GFP flags,
+    /// order), most wake-ups first (empty when that was not traced, or in
+    /// a recording from before it was).
+    #[serde(default)]
+    pub kswapd_wakers: Vec<KswapdWakePath>,
 }
 
 impl ReclaimEntries {
@@ -24,13 +29,32 @@ impl ReclaimEntries {
     }
 }
 
-/// One way into reclaim.
+/// One way kswapd was woken: by allocations of this GFP and order, for
+/// this zone, from this kernel stack (mm_vmscan_wakeup_kswapd, in the
+/// waker's context, only when kswapd was asleep).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KswapdWakePath {
+    pub node: u32,
+    /// The zone's index in its node, and its name (/proc/zoneinfo).
+    pub zid: u32,
+    pub zone: String,
+    /// As `EntryPath::frames`: wakeup_kswapd first.
+    pub frames: Vec<String>,
+    pub gfp: u32,
+    pub gfp_names: String,
+    pub order: u32,
+    pub count: u64,
+}
+
+/// One way into reclaim, or into direct compaction.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntryPath {
-    /// `direct` or `memcg`.
+    /// `direct`, `memcg` or `compaction` (a direct compaction's runs:
+    /// `count` is runs, one per zone tried).
     pub context: String,
     /// Kernel functions, innermost first: the one that holds the
-    /// tracepoint (try_to_free_pages, try_to_free_mem_cgroup_pages), then
+    /// tracepoint (try_to_free_pages, try_to_free_mem_cgroup_pages,
+    /// try_to_compact_pages), then
     /// its callers up to the system call or fault entry. A module's
     /// functions read `name [module]`; an address no symbol covers, hex.
     pub frames: Vec<String>,
@@ -41,6 +65,21 @@ pub struct EntryPath {
     pub order: u32,
     pub count: u64,
     pub stall_ns: u64,
+    /// Where the stall time went at the scheduler; null when the split
+    /// was off (or in a recording from before it was measured).
+    #[serde(default)]
+    pub split: Option<EntrySplit>,
+}
+
+/// A way in's stall time on a CPU, waiting for one, and blocked: each
+/// stall's change of the task's split totals (probe-ebpf `sched`), so
+/// the three add up to `stall_ns` within the few ns between the
+/// programs' stamps.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EntrySplit {
+    pub on_cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub blocked_ns: u64,
 }
 
 /// Frames shown per way in.

@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 use vmtrace_common::{Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 
-pub use crate::model::entries::{EntryPath, ReclaimEntries, entry_chain};
+pub use crate::model::entries::{
+    EntryPath, EntrySplit, KswapdWakePath, ReclaimEntries, entry_chain,
+};
 pub use crate::model::membox::{BoxReport, CgroupVersion};
 pub use crate::model::swap_causes::{SwapArea, SwapCauses};
 pub use crate::model::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};

@@ -85,7 +85,7 @@ impl Tracer {
             zones: sample::zone_spans(&zones),
             fault_latency: plan.is_enabled(MetricId::FaultLatency),
             max_cgroups,
-            entry_stacks: plan.is_enabled(MetricId::ReclaimEntries),
+            entry_stacks: plan.takes_stacks(),
         };
         let probes = probes::attach(plan, &layout)?;
         let (unavailable, partial) = told_missing(&probes);

@@ -12,15 +12,15 @@ use serde_json::Value;
 
 use crate::common::{delta, fresh_scratch, guard, memhog, recording, text_ok, vmstat, vmtrace};
 
-const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+pub const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 const MTHP_2M: &str = "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/stats/anon_fault_alloc";
 
 /// THP set to `madvise` for the test when it was `never`, put back when
 /// dropped (also when the test fails).
-struct ThpSetting(Option<String>);
+pub struct ThpSetting(Option<String>);
 
 impl ThpSetting {
-    fn not_never() -> ThpSetting {
+    pub fn not_never() -> ThpSetting {
         let now = std::fs::read_to_string(THP).unwrap_or_default();
         if now.contains("[never]") {
             std::fs::write(THP, "madvise").expect("set THP to madvise");
@@ -155,6 +155,7 @@ fn thp_compaction_and_readahead_equal_the_vmstat_deltas() {
         "{}",
         r["compaction"]
     );
+    direct_compaction_ways(r, d("compact_stall"));
 
     assert!(
         text.contains("transparent huge pages (all tasks, /proc/vmstat)"),
@@ -178,5 +179,41 @@ fn thp_compaction_and_readahead_equal_the_vmstat_deltas() {
     for row in rows {
         let v = row.split(',').nth(col).unwrap_or("");
         assert!(v.parse::<u64>().is_ok_and(|n| n > 0), "{row}");
+    }
+}
+
+/// Where direct compaction was entered (probe-ebpf entry): the job's own
+/// compact_memory write runs compaction too, but not as an allocation's
+/// direct compaction (no PF_MEMALLOC), so with no compact_stall there is
+/// no way in; with some, each way begins at try_to_compact_pages and
+/// its split adds up to its stall time.
+fn direct_compaction_ways(r: &Value, compact_stall: u64) {
+    let ways: Vec<&Value> = r["reclaim_entries"]["paths"]
+        .as_array()
+        .expect("reclaim_entries.paths")
+        .iter()
+        .filter(|p| p["context"] == "compaction")
+        .collect();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let runs: u64 = ways.iter().map(|w| n(w, "count")).sum();
+    eprintln!(
+        "direct compaction: {} ways, {runs} runs; compact_stall {compact_stall}",
+        ways.len()
+    );
+    if compact_stall == 0 {
+        assert!(ways.is_empty(), "{ways:#?}");
+        return;
+    }
+    assert!(runs > 0, "compact_stall {compact_stall} but no way in");
+    for w in ways {
+        assert_eq!(w["frames"][0], "try_to_compact_pages", "{w:#}");
+        let stall = n(w, "stall_ns");
+        let parts = n(&w["split"], "on_cpu_ns")
+            + n(&w["split"], "runnable_ns")
+            + n(&w["split"], "blocked_ns");
+        assert!(
+            parts.abs_diff(stall) <= stall / 50 + 10_000,
+            "split {parts} vs stall {stall}: {w:#}"
+        );
     }
 }

@@ -3,13 +3,17 @@
 //! flags as the tracepoint itself prints them (a tracefs instance of
 //! its own, enabled by the job), the page-cache read path of a file
 //! read in a small box, the folded export read by an independent
-//! flame-graph tool.
+//! flame-graph tool; direct compaction entered from the THP fault under
+//! global pressure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::common::{fresh_scratch, guard, memhog, vmtrace};
+use crate::{
+    common::{delta, fresh_scratch, guard, json_ok, memhog, run_memhog, vmstat, vmtrace},
+    counters::{THP, ThpSetting},
+};
 
 /// A `sh -c` script that records `events` (vmscan tracepoints) in a
 /// tracefs instance of its own while `body` runs, and writes the
@@ -381,4 +385,88 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
         }
     }
     let _ = std::fs::remove_file(&file);
+}
+
+/// Global pressure with transparent huge pages (a hog 256 MiB larger
+/// than the free memory, swap behind it, MADV_HUGEPAGE): its THP faults
+/// find no free 2 MiB block and enter direct compaction (vmstat's
+/// compact_stall moves). vmtrace's ways into compaction begin at
+/// try_to_compact_pages, come through the THP fault
+/// (do_huge_pmd_anonymous_page) for >= 90% of their time, with the THP
+/// GFP mask as the kernel names it; each way's split adds up to its
+/// stall, and all of it lies within the target's compaction runs.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn direct_compaction_is_entered_from_the_thp_fault() {
+    if !std::path::Path::new(THP).exists() {
+        eprintln!("skipped: this kernel has no transparent huge pages");
+        return;
+    }
+    let _g = guard();
+    let _thp = ThpSetting::not_never();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let kb = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let mib = kb("MemFree:") / 1024 + 256;
+    assert!(
+        mib * 1024 < kb("MemAvailable:") + (2 << 20),
+        "{mib} MiB would not fit"
+    );
+    let before = vmstat();
+    let hog = ["--mib", &mib.to_string(), "--passes", "1", "--thp"];
+    let r = json_ok(&mut run_memhog(true, &["--swap", "2G"], &hog));
+    let stalls = delta(&before, &vmstat(), &["compact_stall"]);
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let ways: Vec<&Value> = r["reclaim_entries"]["paths"]
+        .as_array()
+        .expect("reclaim_entries.paths")
+        .iter()
+        .filter(|p| p["context"] == "compaction")
+        .collect();
+    let total: u64 = ways.iter().map(|w| n(w, "stall_ns")).sum();
+    let thp: u64 = ways
+        .iter()
+        .filter(|w| frames(w).contains(&"do_huge_pmd_anonymous_page"))
+        .map(|w| n(w, "stall_ns"))
+        .sum();
+    eprintln!(
+        "compact_stall {stalls}; {} ways, {} runs, {total} ns, through the THP fault {thp} ns",
+        ways.len(),
+        ways.iter().map(|w| n(w, "count")).sum::<u64>()
+    );
+    assert!(stalls > 0, "no direct compaction happened: {r:#}");
+    assert!(total > 0, "compact_stall {stalls} but no way in");
+    assert!(thp as f64 >= 0.9 * total as f64, "{ways:#?}");
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").expect("kallsyms");
+    let functions: BTreeSet<&str> = kallsyms
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    for w in &ways {
+        assert_eq!(frames(w).first(), Some(&"try_to_compact_pages"), "{w:#}");
+        for f in frames(w) {
+            assert!(functions.contains(f), "{f} is not in /proc/kallsyms");
+        }
+        assert!(
+            w["gfp_names"]
+                .as_str()
+                .is_some_and(|g| g.starts_with("GFP_TRANSHUGE")),
+            "{w:#}"
+        );
+        assert_eq!(w["order"], 9, "{w:#}");
+        let stall = n(w, "stall_ns");
+        let split = &w["split"];
+        let parts = n(split, "on_cpu_ns") + n(split, "runnable_ns") + n(split, "blocked_ns");
+        assert!(
+            parts.abs_diff(stall) <= stall / 50 + 10_000,
+            "split {parts} vs stall {stall}: {w:#}"
+        );
+    }
+    let runs = n(&r["compaction"]["split"], "wall_ns");
+    assert!(total <= runs + runs / 100, "ways {total} > runs {runs}");
 }

@@ -96,6 +96,23 @@ fn entered_through_the_fault_path(r: &Value, stalls: u64) {
     assert_eq!(count, stalls, "{e:#}");
     assert_eq!(n(e, "stacks_lost") + n(e, "table_full"), 0, "{e:#}");
     assert!(within(total, stalled, 0.02), "{total} vs {stalled}");
+    // Each way's split (the task's split totals across each stall) adds
+    // up to its stall time, and over all ways to the split's own parts.
+    let part = |k: &str| -> u64 { memcg.iter().map(|p| n(&p["split"], k)).sum() };
+    let (on, runnable, blocked) = (part("on_cpu_ns"), part("runnable_ns"), part("blocked_ns"));
+    eprintln!("ways in: on-CPU {on} runnable {runnable} blocked {blocked} ns");
+    assert!(
+        within(on + runnable + blocked, total, 0.02),
+        "ways' split {on}+{runnable}+{blocked} vs their stalls {total}"
+    );
+    let split = &r["memcg_reclaim"]["split"];
+    for (k, v) in [("on_cpu_ns", on), ("blocked_ns", blocked)] {
+        let whole = n(split, k);
+        assert!(
+            v.abs_diff(whole) <= stalled / 50,
+            "ways' {k} {v} vs the split's {whole} (wall {stalled})"
+        );
+    }
     let through = |p: &Value, f: &str| {
         p["frames"]
             .as_array()
@@ -476,6 +493,7 @@ fn kswapd_under_global_pressure_matches_vmstat() {
     );
 
     kswapd_rounds_and_wakeups_match(&r, &before, &after);
+    kswapd_wakers_by_stack_match(&r);
 
     // kswapd's share of the LRU scanning equals vmstat's pgscan_kswapd.
     let rows = r["lru_shrink_inactive"].as_array().expect("lru");
@@ -560,6 +578,46 @@ fn kswapd_rounds_and_wakeups_match(r: &Value, before: &Counters, after: &Counter
             .is_some_and(|w| w.iter().any(|w| w["name"] == "memhog")),
         "{k:#}"
     );
+}
+
+/// Who woke kswapd, by stack (probe-ebpf entry, target tasks only):
+/// the hog's wake-ups, counted per (zone, stack, GFP, order), add up to
+/// its row of the by-name table (another program on the same
+/// tracepoint), each way begins at wakeup_kswapd, and its zones are
+/// zones the by-zone table has.
+fn kswapd_wakers_by_stack_match(r: &Value) {
+    let wakers = r["reclaim_entries"]["kswapd_wakers"]
+        .as_array()
+        .expect("reclaim_entries.kswapd_wakers");
+    let by_stack: u64 = wakers
+        .iter()
+        .map(|w| w["count"].as_u64().unwrap_or(0))
+        .sum();
+    let by_name = r["kswapd"]["wakers"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["name"] == "memhog"))
+        .and_then(|w| w["count"].as_u64())
+        .unwrap_or(0);
+    eprintln!(
+        "kswapd wakers: {} ways, {by_stack} wake-ups; memhog by name {by_name}",
+        wakers.len()
+    );
+    assert!(by_stack > 0, "{wakers:#?}");
+    assert!(within(by_stack, by_name, 0.01), "{by_stack} vs {by_name}");
+    let zones: Vec<&Value> = r["kswapd"]["wakeups"]
+        .as_array()
+        .expect("wakeups")
+        .iter()
+        .map(|z| &z["zone"])
+        .collect();
+    for w in wakers {
+        assert_eq!(w["frames"][0], "wakeup_kswapd", "{w:#}");
+        assert!(zones.contains(&&w["zone"]), "{w:#} not in {zones:?}");
+        assert!(
+            w["gfp_names"].as_str().is_some_and(|g| !g.is_empty()),
+            "{w:#}"
+        );
+    }
 }
 
 /// Sum of one field of the LRU rows of one reclaim context.

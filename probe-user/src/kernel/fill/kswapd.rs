@@ -124,14 +124,19 @@ fn wakeups(totals: &KernelTotals, zones: &[(u32, Vec<String>)]) -> Vec<ZoneCount
         .iter()
         .map(|&(node, zid, count)| ZoneCount {
             node,
-            zone: zones
-                .iter()
-                .find(|(n, _)| *n == node)
-                .and_then(|(_, z)| z.get(zid as usize).cloned())
-                .unwrap_or_else(|| format!("zone{zid}")),
+            zone: zone_name(zones, node, zid),
             count,
         })
         .collect()
+}
+
+/// The name of zone `zid` of `node` (zoneinfo's order), else `zone<zid>`.
+pub(super) fn zone_name(zones: &[(u32, Vec<String>)], node: u32, zid: u32) -> String {
+    zones
+        .iter()
+        .find(|(n, _)| *n == node)
+        .and_then(|(_, z)| z.get(zid as usize).cloned())
+        .unwrap_or_else(|| format!("zone{zid}"))
 }
 
 /// One zone's row from the map totals (`zid`: its index in its node)

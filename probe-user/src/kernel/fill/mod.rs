@@ -142,7 +142,12 @@ fn traced(t: Traced, window: RunReport) -> RunReport {
         // Always: empty when nothing fed them.
         reclaim_order: reclaim::order_rows(totals),
         top_stallers: reclaim::top_stallers(totals),
-        reclaim_entries: totals.entries.clone(),
+        reclaim_entries: totals.entries.clone().map(|mut e| {
+            for w in &mut e.kswapd_wakers {
+                w.zone = kswapd::zone_name(&t.zone_names, w.node, w.zid);
+            }
+            e
+        }),
         slab_shrink: on(SlabShrink).then(|| reclaim::slab_shrink(totals)),
         throttle: on(Throttle).then(|| reclaim::throttle(totals)),
         compaction: on(Compaction).then(|| reclaim::compaction(totals, on(SchedSplit))),

@@ -143,6 +143,8 @@ vmtrace_common::signal_ids! {
         DirectReclaim => ("direct_reclaim", "direct reclaim stalls"),
         MemcgReclaim => ("memcg_reclaim", "memcg reclaim stalls"),
         ReclaimEntries => ("reclaim_entries", "where reclaim was entered: stacks, GFP"),
+        CompactionEntries => ("compaction_entries", "where direct compaction was entered"),
+        KswapdWakePaths => ("kswapd_wake_paths", "who woke kswapd: stacks per zone"),
         ReclaimStallers => ("reclaim_stallers", "reclaim stall totals per process"),
         SchedSplit => ("sched_split", "stalls on CPU/runnable/blocked; I/O waits"),
         LruShrinkInactive => ("lru_shrink_inactive", "inactive LRU scanned/reclaimed"),
@@ -290,6 +292,41 @@ pub const CATALOGUE: &[Metric] = &[
                 req!("gfp_flags", memcg_reclaim_begin_gfp_flags),
             ]),
             tp!("entry_memcg_end", "vmscan": "mm_vmscan_memcg_reclaim_end", []),
+        ],
+    },
+    // Where direct compaction was entered (probe-ebpf entry): the way at
+    // try_to_compact_pages, its runs timed while PF_MEMALLOC is set.
+    Metric {
+        id: MetricId::CompactionEntries,
+        opt_in: Some(OptIn::ReclaimStacks),
+        programs: &[
+            Program {
+                name: "entry_compact_way",
+                hook: Hook::Tracepoint {
+                    system: "compaction",
+                    events: &["mm_compaction_try_to_compact_pages"],
+                },
+                fields: &[
+                    opt!("order", try_to_compact_pages_order),
+                    req!("gfp_mask", try_to_compact_pages_gfp_mask),
+                ],
+                members: &[member!(optional task_struct.flags, 4, task_flags)],
+            },
+            tp!("entry_compaction_begin", "compaction": "mm_compaction_begin", []),
+            tp!("entry_compaction_end", "compaction": "mm_compaction_end", []),
+        ],
+    },
+    // Who woke kswapd (probe-ebpf entry): the waker's stack per zone.
+    Metric {
+        id: MetricId::KswapdWakePaths,
+        opt_in: Some(OptIn::ReclaimStacks),
+        programs: &[
+            tp!("entry_kswapd_wake", "vmscan": "mm_vmscan_wakeup_kswapd", [
+                req!("nid", wakeup_kswapd_nid),
+                req!("zid", wakeup_kswapd_zid),
+                opt!("order", wakeup_kswapd_order),
+                req!("gfp_flags", wakeup_kswapd_gfp_flags),
+            ]),
         ],
     },
     // The reclaim programs add each stall to the thread's task storage;

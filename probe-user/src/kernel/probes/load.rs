@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, anyhow};
 use aya::{
     Btf, Ebpf, EbpfLoader,
-    maps::{MapData, RingBuf},
+    maps::{Array, MapData, RingBuf},
     programs::{
         BtfTracePoint, Iter, PerfEvent, TracePoint,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy},
@@ -14,7 +14,7 @@ use aya::{
 };
 use vmtrace_common::{
     CgroupStalls, MAX_CGROUPS, MAX_ENTRIES, MAX_ENTRY_STACKS, MAX_TARGET_PIDS, MAX_TASKS_IN_FAULT,
-    OomVictim, SwapExtents, Target, ZoneSpans, names,
+    OomVictim, SplitFamily, SplitTotals, SwapExtents, Target, ZoneSpans, names,
 };
 
 use super::{
@@ -116,15 +116,23 @@ impl Probes {
     }
 
     /// Adds every live thread's pending reclaim stalls to its process's
-    /// row in RECLAIM_STALLERS (the `stall_flush` task iterator: reading
-    /// an iterator runs its program once per task). Exited threads were
-    /// added at exit. Best effort: on failure the rows lack live
-    /// threads' latest stalls, which the log says.
+    /// row in RECLAIM_STALLERS, and sums live threads' split totals into
+    /// SPLIT_LIVE (the `stall_flush` task iterator: reading an iterator
+    /// runs its program once per task). Exited threads were added at
+    /// exit. Best effort: on failure the rows and the split lack live
+    /// threads' latest, which the log says.
     pub fn flush_stalls(&mut self) {
         if !self.plan.is_enabled(MetricId::ReclaimStallers) {
             return;
         }
         let mut run = || -> Result<()> {
+            // The live threads' split totals are summed anew each run.
+            if let Some(map) = self.ebpf.map_mut(names::SPLIT_LIVE) {
+                let mut live: Array<_, SplitTotals> = Array::try_from(map)?;
+                for family in SplitFamily::ALL {
+                    live.set(family.index() as u32, SplitTotals::default(), 0)?;
+                }
+            }
             let it: &mut Iter = self
                 .ebpf
                 .program_mut("stall_flush")
@@ -138,7 +146,7 @@ impl Probes {
             Ok(())
         };
         if let Err(e) = run() {
-            log::warn!("per-process reclaim stalls miss live threads' latest: {e:#}");
+            log::warn!("per-process reclaim stalls and the split miss live threads' latest: {e:#}");
         }
     }
 
@@ -285,7 +293,7 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         }
     }
     plan.enabled = enabled;
-    let kallsyms = if plan.is_enabled(MetricId::ReclaimEntries) {
+    let kallsyms = if plan.takes_stacks() {
         Some(crate::host::proc::open_kallsyms().context("cannot open the kernel symbols")?)
     } else {
         None

@@ -34,6 +34,18 @@ impl Plan {
     pub fn is_enabled(&self, id: MetricId) -> bool {
         self.enabled.contains(&id)
     }
+
+    /// Whether any kernel stacks are taken (reclaim and compaction
+    /// entries, kswapd wakers: `ENTRY_STACKS` is theirs).
+    pub fn takes_stacks(&self) -> bool {
+        [
+            MetricId::ReclaimEntries,
+            MetricId::CompactionEntries,
+            MetricId::KswapdWakePaths,
+        ]
+        .into_iter()
+        .any(|id| self.is_enabled(id))
+    }
 }
 
 /// Decides, from a tracefs tree and whether kernel BTF exists, which
@@ -73,7 +85,7 @@ pub fn plan(
         plan.events.append(&mut resolved.events);
         plan.enabled.push(metric.id);
     }
-    if plan.is_enabled(MetricId::ReclaimEntries) {
+    if plan.takes_stacks() {
         plan.gfp_names = tracefs
             .format("vmscan", "mm_vmscan_memcg_reclaim_begin")?
             .and_then(|f| GfpNames::from_print_fmt(&f.print_fmt, "gfp_flags").ok());
@@ -191,6 +203,13 @@ fn resolve_members(
 ) -> Result<(), Missing> {
     for m in program.members {
         let Some(types) = types else {
+            if !m.required {
+                r.partial.push(format!(
+                    "kernel BTF is missing: {}.{} reads 0",
+                    m.strukt, m.member
+                ));
+                continue;
+            }
             return Err(format!(
                 "kernel BTF (/sys/kernel/btf/vmlinux) is missing, needed for {}.{}",
                 m.strukt, m.member
@@ -305,6 +324,7 @@ mod tests {
                 // member_bit_offset).
                 ("task_struct", "in_iowait") => Some(1220),
                 ("task_struct", "comm") => Some(1752),
+                ("task_struct", "flags") => Some(44),
                 ("request", "__sector") => Some(48),
                 ("request", "__data_len") => Some(44),
                 ("request", "cmd_flags") => Some(24),

@@ -23,7 +23,11 @@ pub fn render(rec: &Recording) -> Result<String> {
         };
         any = true;
         for p in &e.paths {
-            let mut frames: Vec<String> = vec![format!("{}_reclaim", frame(&p.context))];
+            let root = match p.context.as_str() {
+                "compaction" => "direct_compaction".to_string(),
+                context => format!("{}_reclaim", frame(context)),
+            };
+            let mut frames: Vec<String> = vec![root];
             if p.frames.is_empty() {
                 frames.push("[stack not kept]".into());
             }
@@ -143,6 +147,7 @@ mod tests {
             order: 0,
             count: 1,
             stall_ns,
+            split: None,
         }
     }
 

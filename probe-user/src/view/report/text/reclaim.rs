@@ -6,7 +6,7 @@ use crate::model::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
 use super::{hist::write_hist, names::nonzero_pairs};
-use crate::model::report::{RunReport, StallSplit, entry_chain};
+use crate::model::report::{KswapdWakePath, RunReport, StallSplit, entry_chain};
 
 /// `direct reclaim: ...` and `memcg reclaim: ...`, each with its
 /// histogram of stall times.
@@ -92,16 +92,17 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
     let Some(e) = &report.reclaim_entries else {
         return Ok(());
     };
-    if e.paths.is_empty() && e.stacks_lost == 0 && e.table_full == 0 {
+    if e.paths.is_empty() && e.kswapd_wakers.is_empty() && e.stacks_lost == 0 && e.table_full == 0 {
         return Ok(());
     }
     let total = e.total_ns();
     writeln!(o)?;
-    writeln!(
-        o,
-        "where reclaim was entered (of {} stalled)",
-        fmt_ns(total)
-    )?;
+    let what = if e.paths.iter().any(|p| p.context == "compaction") {
+        "reclaim and compaction were"
+    } else {
+        "reclaim was"
+    };
+    writeln!(o, "where {what} entered (of {} stalled)", fmt_ns(total))?;
     for p in e.paths.iter().take(ENTRIES_SHOWN) {
         let share = if total == 0 {
             0.0
@@ -122,6 +123,18 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
         );
         write_indented(o, "", &format!("{head} {}{order}", p.gfp_names))?;
         write_indented(o, "      ", &entry_chain(&p.frames))?;
+        if let Some(split) = &p.split
+            && p.stall_ns > 0
+        {
+            let pct = |ns: u64| 100.0 * ns as f64 / p.stall_ns as f64;
+            writeln!(
+                o,
+                "      on a CPU {:.1}%, runnable {:.1}%, blocked {:.1}%",
+                pct(split.on_cpu_ns),
+                pct(split.runnable_ns),
+                pct(split.blocked_ns)
+            )?;
+        }
     }
     if e.paths.len() > ENTRIES_SHOWN {
         writeln!(
@@ -130,6 +143,7 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
             e.paths.len() - ENTRIES_SHOWN
         )?;
     }
+    kswapd_wakers(o, &e.kswapd_wakers)?;
     if e.stacks_lost > 0 || e.table_full > 0 {
         write_wrapped(
             o,
@@ -139,6 +153,35 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
                 e.stacks_lost, e.table_full
             ),
         )?;
+    }
+    Ok(())
+}
+
+/// Wakers shown per zone.
+const WAKERS_SHOWN: usize = 3;
+
+/// `who woke kswapd`: per zone, its wake-ups and the ways with the most.
+fn kswapd_wakers(o: &mut String, wakers: &[KswapdWakePath]) -> Result {
+    let mut zones: Vec<(u32, u32, &str, u64)> = Vec::new();
+    for w in wakers {
+        match zones.iter_mut().find(|z| (z.0, z.1) == (w.node, w.zid)) {
+            Some(z) => z.3 += w.count,
+            None => zones.push((w.node, w.zid, &w.zone, w.count)),
+        }
+    }
+    zones.sort_by_key(|z| std::cmp::Reverse(z.3));
+    for (node, zid, zone, total) in zones {
+        writeln!(
+            o,
+            "who woke kswapd for node {node} {zone}: {total} wake-ups"
+        )?;
+        let ways = wakers.iter().filter(|w| (w.node, w.zid) == (node, zid));
+        for w in ways.take(WAKERS_SHOWN) {
+            let share = 100.0 * w.count as f64 / total.max(1) as f64;
+            let head = format!("  {share:5.1}% {:>6}x", w.count);
+            write_indented(o, "", &format!("{head} {} order {}", w.gfp_names, w.order))?;
+            write_indented(o, "      ", &entry_chain(&w.frames))?;
+        }
     }
     Ok(())
 }
