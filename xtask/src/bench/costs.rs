@@ -88,6 +88,70 @@ pub fn per_tool(costs: &[(Tool, Measured)]) -> String {
     md
 }
 
+/// The programs that take and book kernel stacks ("where reclaim was
+/// entered"), and vmtrace's total with and without them; empty unless
+/// both vmtrace configurations ran.
+pub fn stacks(costs: &[(Tool, Measured)]) -> String {
+    let get = |t: Tool| costs.iter().find(|(tool, _)| *tool == t).map(|(_, m)| m);
+    let (Some(with), Some(without)) = (get(Tool::Vmtrace), get(Tool::VmtraceNoStacks)) else {
+        return String::new();
+    };
+    let mut md = String::new();
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "Kernel stacks (`--no-stacks` turns them off), one untimed run of each with kernel.bpf_stats_enabled:"
+    );
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "| program | with stacks: runs | ns/run | ms | without: runs | ns/run | ms |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    let mut names: Vec<&str> = with
+        .programs
+        .iter()
+        .filter(|p| p.1 > 0)
+        .map(|p| p.0.as_str())
+        .filter(|n| n.starts_with("entry_") || n.contains("reclaim_"))
+        .collect();
+    names.sort_unstable();
+    for name in names {
+        let (w, wo) = (
+            find(&with.programs, name, false),
+            find(&without.programs, name, false),
+        );
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} | {} |",
+            runs(w),
+            per_run(w),
+            w.map_or("-".into(), |p| ms(p.2)),
+            runs(wo),
+            per_run(wo),
+            wo.map_or("-".into(), |p| ms(p.2)),
+        );
+    }
+    let total = |m: &Measured| m.programs.iter().map(|p| p.2).sum::<u64>();
+    let entry: u64 = with
+        .programs
+        .iter()
+        .filter(|p| p.0.starts_with("entry_"))
+        .map(|p| p.2)
+        .sum();
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "All of vmtrace's programs: {} ms with stacks ({} ms of it the entry programs), {} ms without; per run of the workload {:.2} s and {:.2} s elapsed.",
+        ms(total(with)),
+        ms(entry),
+        ms(total(without)),
+        with.wall_s,
+        without.wall_s
+    );
+    md
+}
+
 /// The side-by-side table and the totals; empty without both tools.
 pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
     let get = |t: Tool| costs.iter().find(|(tool, _)| *tool == t).map(|(_, m)| m);
@@ -195,6 +259,34 @@ mod tests {
                 .collect(),
             ..Measured::default()
         }
+    }
+
+    #[test]
+    fn stacks_table_sets_the_entry_programs_beside_the_pair() {
+        let with = measured(&[
+            ("memcg_reclaim_begin", 10, 2_500),
+            ("entry_memcg_begin", 10, 40_000),
+            ("write_folio", 100, 7_500),
+        ]);
+        let without = measured(&[
+            ("memcg_reclaim_begin", 12, 2_400),
+            ("write_folio", 90, 7_000),
+        ]);
+        assert_eq!(stacks(&[(Tool::Vmtrace, with.clone())]), "");
+        let md = stacks(&[(Tool::Vmtrace, with), (Tool::VmtraceNoStacks, without)]);
+        assert!(
+            md.contains("| entry_memcg_begin | 10 | 4000 | 0.0 | - | - | - |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| memcg_reclaim_begin | 10 | 250 | 0.0 | 12 | 200 | 0.0 |"),
+            "{md}"
+        );
+        assert!(!md.contains("write_folio"), "{md}");
+        assert!(
+            md.contains("0.1 ms with stacks (0.0 ms of it the entry programs), 0.0 ms without"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn run_once(
     };
     let _ = std::fs::remove_file(&files.recording);
     let _ = std::fs::remove_file(&files.trace);
-    let _bpf_stats = if bpf_stats && tool != Tool::Vmtrace {
+    let _bpf_stats = if bpf_stats && !tool.is_vmtrace() {
         Some(Sysctl::set("kernel/bpf_stats_enabled", "1")?)
     } else {
         None
@@ -72,7 +72,7 @@ fn run_once(
     let mut m = workload_usage(&report);
     match tool {
         Tool::Bare => {}
-        Tool::Vmtrace => vmtrace_costs(&mut m, &report),
+        Tool::Vmtrace | Tool::VmtraceNoStacks => vmtrace_costs(&mut m, &report),
         _ => peer_costs(&mut m, tool, &files, &output, watched),
     }
     let _ = std::fs::remove_file(&files.trace);
@@ -111,7 +111,7 @@ fn watch(tool: Tool, pid: i32, bpf_stats: bool) -> Result<Watched> {
                 std::io::Error::last_os_error()
             );
         }
-        if tool != Tool::Bare && tool != Tool::Vmtrace {
+        if tool != Tool::Bare && !tool.is_vmtrace() {
             peak_rss = peak_rss.max(tool_rss(pid));
             if bpf_stats {
                 for (id, runs, ns) in bpf_programs(pid) {

@@ -245,6 +245,7 @@ impl Bench<'_> {
         let mut costs = Vec::new();
         for tool in [
             Tool::Vmtrace,
+            Tool::VmtraceNoStacks,
             Tool::Bpftrace,
             Tool::EmptyPrograms,
             Tool::ClockPrograms,
@@ -385,7 +386,9 @@ fn header(opts: &BenchOptions, tools: &[Tool]) -> Result<String> {
     for t in tools {
         let v = match t {
             Tool::Bare => continue,
-            Tool::Vmtrace => format!("vmtrace {}", env!("CARGO_PKG_VERSION")),
+            Tool::Vmtrace | Tool::VmtraceNoStacks => {
+                format!("vmtrace {}", env!("CARGO_PKG_VERSION"))
+            }
             Tool::Bpftrace => version("bpftrace", "--version"),
             Tool::Perf => version("perf", "--version"),
             Tool::TraceCmd => version("trace-cmd", "--version"),
@@ -544,6 +547,7 @@ fn section(
     }
     md.push_str(&costs::per_tool(costs));
     md.push_str(&costs::side_by_side(costs));
+    md.push_str(&costs::stacks(costs));
     md
 }
 

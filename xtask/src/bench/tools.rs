@@ -17,6 +17,9 @@ use std::{
 pub enum Tool {
     Bare,
     Vmtrace,
+    /// vmtrace with `--no-stacks`: what the stacks of "where reclaim was
+    /// entered" cost, against `Vmtrace` in the same bench.
+    VmtraceNoStacks,
     Bpftrace,
     Perf,
     TraceCmd,
@@ -31,9 +34,10 @@ pub enum Tool {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 5] = [
+    pub const ALL: [Tool; 6] = [
         Tool::Bare,
         Tool::Vmtrace,
+        Tool::VmtraceNoStacks,
         Tool::Bpftrace,
         Tool::Perf,
         Tool::TraceCmd,
@@ -43,12 +47,18 @@ impl Tool {
         match self {
             Tool::Bare => "bare",
             Tool::Vmtrace => "vmtrace",
+            Tool::VmtraceNoStacks => "vmtrace-no-stacks",
             Tool::Bpftrace => "bpftrace",
             Tool::Perf => "perf-record",
             Tool::TraceCmd => "trace-cmd",
             Tool::EmptyPrograms => "empty programs",
             Tool::ClockPrograms => "clock-read programs",
         }
+    }
+
+    /// vmtrace itself (with its probes), in either configuration.
+    pub fn is_vmtrace(self) -> bool {
+        matches!(self, Tool::Vmtrace | Tool::VmtraceNoStacks)
     }
 
     pub fn parse(name: &str) -> Option<Tool> {
@@ -58,7 +68,7 @@ impl Tool {
     /// The program that must be installed, and its Debian package.
     pub fn needs(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Tool::Bare | Tool::Vmtrace => None,
+            Tool::Bare | Tool::Vmtrace | Tool::VmtraceNoStacks => None,
             Tool::Bpftrace | Tool::EmptyPrograms | Tool::ClockPrograms => {
                 Some(("bpftrace", "bpftrace"))
             }
@@ -344,16 +354,19 @@ pub fn command(
         "-o".into(),
         files.recording.display().to_string(),
     ];
-    if tool == Tool::Vmtrace {
+    if tool.is_vmtrace() {
         if bpf_stats {
             inner.push("--bpf-stats".into());
+        }
+        if tool == Tool::VmtraceNoStacks {
+            inner.push("--no-stacks".into());
         }
     } else {
         inner.push("--no-probes".into());
     }
     inner.extend(workload.iter().cloned());
     match tool {
-        Tool::Bare | Tool::Vmtrace => {
+        Tool::Bare | Tool::Vmtrace | Tool::VmtraceNoStacks => {
             let mut c = Command::new(&inner[0]);
             c.args(&inner[1..]);
             c
@@ -411,7 +424,7 @@ pub fn command(
 /// recorded (None: not counted), read after the run.
 pub fn lost_and_recorded(tool: Tool, trace: &Path, output: &str) -> (Option<u64>, Option<u64>) {
     match tool {
-        Tool::Bare | Tool::Vmtrace => (None, None),
+        Tool::Bare | Tool::Vmtrace | Tool::VmtraceNoStacks => (None, None),
         // bpftrace aggregates in maps; it reports lost perf-buffer events
         // ("Lost N events") only when it prints through one.
         Tool::Bpftrace | Tool::EmptyPrograms | Tool::ClockPrograms => {
@@ -601,7 +614,7 @@ mod tests {
             let c = command(t, Path::new("/v"), &w, &files, false);
             let line = crate::util::show(&c);
             assert!(line.contains("/v run -q -o /r.json"), "{line}");
-            assert_eq!(line.contains("--no-probes"), t != Tool::Vmtrace, "{line}");
+            assert_eq!(line.contains("--no-probes"), !t.is_vmtrace(), "{line}");
             assert!(line.ends_with("faults"), "{line}");
         }
     }
