@@ -197,7 +197,6 @@ fn stack(ctx: &TracePointContext) -> i32 {
 /// Starts timing the way's stall at `now`, with the split's totals then.
 #[inline(always)]
 fn stamp(e: &mut Entry, now: u64, split: &SplitTotals) {
-    e.on_cpu_ns = split.on_cpu_ns;
     e.runnable_ns = split.runnable_ns;
     e.blocked_ns = split.blocked_ns;
     e.start_ns = now;
@@ -247,7 +246,6 @@ fn end(way: EntryWay, family: SplitFamily) {
         zone: 0,
     };
     let then = SplitTotals {
-        on_cpu_ns: e.on_cpu_ns,
         runnable_ns: e.runnable_ns,
         blocked_ns: e.blocked_ns,
         ..SplitTotals::default()
@@ -283,20 +281,22 @@ fn add(key: &EntryKey, stall: u64, then: &SplitTotals, now: &SplitTotals) {
             return;
         }
         atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*cell).stall_ns, stall);
-        let parts = [
-            (&raw mut (*cell).on_cpu_ns, now.on_cpu_ns, then.on_cpu_ns),
-            (
-                &raw mut (*cell).runnable_ns,
-                now.runnable_ns,
-                then.runnable_ns,
-            ),
-            (&raw mut (*cell).blocked_ns, now.blocked_ns, then.blocked_ns),
-        ];
-        for (at, now, then) in parts {
-            // Capped at the stall: the snapshot is taken within ns of
-            // the span's own open.
-            atomic_xadd::<u64, u64, { Relaxed }>(at, now.saturating_sub(then).min(stall));
-        }
+        // Off the CPU: what the scheduler booked across the stall. The
+        // rest of the stall was on a CPU: also the stretches outside the
+        // split's own span (this program's stamps on either side of the
+        // reclaim pair's, the stack walk), since a task cannot leave the
+        // CPU inside a tracepoint.
+        let runnable = now.runnable_ns.saturating_sub(then.runnable_ns).min(stall);
+        let blocked = now
+            .blocked_ns
+            .saturating_sub(then.blocked_ns)
+            .min(stall - runnable);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*cell).runnable_ns, runnable);
+        atomic_xadd::<u64, u64, { Relaxed }>(&raw mut (*cell).blocked_ns, blocked);
+        atomic_xadd::<u64, u64, { Relaxed }>(
+            &raw mut (*cell).on_cpu_ns,
+            stall - runnable - blocked,
+        );
     }
 }
 
@@ -312,8 +312,8 @@ pub struct Entry {
     pub context: u32,
     pub gfp: u32,
     pub order: u32,
-    /// The task's split totals of the context's family at the begin.
-    pub on_cpu_ns: u64,
+    /// The task's split totals of the context's family at the begin
+    /// (on-CPU is the rest of the stall).
     pub runnable_ns: u64,
     pub blocked_ns: u64,
 }

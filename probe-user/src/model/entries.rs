@@ -71,10 +71,10 @@ pub struct EntryPath {
     pub split: Option<EntrySplit>,
 }
 
-/// A way in's stall time on a CPU, waiting for one, and blocked: each
-/// stall's change of the task's split totals (probe-ebpf `sched`), so
-/// the three add up to `stall_ns` within the few ns between the
-/// programs' stamps.
+/// A way in's stall time on a CPU, waiting for one, and blocked: the
+/// runnable and blocked parts are each stall's change of the task's
+/// split totals (probe-ebpf `sched`), the rest of the stall was on a
+/// CPU, so the three add up to `stall_ns`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntrySplit {
     pub on_cpu_ns: u64,

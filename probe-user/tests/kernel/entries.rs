@@ -393,8 +393,8 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
 /// compact_stall moves). vmtrace's ways into compaction begin at
 /// try_to_compact_pages, come through the THP fault
 /// (do_huge_pmd_anonymous_page) for >= 90% of their time, with the THP
-/// GFP mask as the kernel names it; each way's split adds up to its
-/// stall, and all of it lies within the target's compaction runs.
+/// GFP mask as the kernel names it; all of it lies within the target's
+/// compaction runs, and its time off the CPU is theirs.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn direct_compaction_is_entered_from_the_thp_fault() {
@@ -459,14 +459,18 @@ fn direct_compaction_is_entered_from_the_thp_fault() {
             "{w:#}"
         );
         assert_eq!(w["order"], 9, "{w:#}");
-        let stall = n(w, "stall_ns");
-        let split = &w["split"];
-        let parts = n(split, "on_cpu_ns") + n(split, "runnable_ns") + n(split, "blocked_ns");
-        assert!(
-            parts.abs_diff(stall) <= stall / 50 + 10_000,
-            "split {parts} vs stall {stall}: {w:#}"
-        );
     }
-    let runs = n(&r["compaction"]["split"], "wall_ns");
+    // The ways' time off the CPU is the target's compaction runs' (all
+    // of them the hog's direct compaction here), measured apart.
+    let split = &r["compaction"]["split"];
+    let runs = n(split, "wall_ns");
+    let off = |s: &Value| n(s, "runnable_ns") + n(s, "blocked_ns");
+    let ways_off: u64 = ways.iter().map(|w| off(&w["split"])).sum();
+    eprintln!("off the CPU: ways {ways_off} ns, runs {} ns", off(split));
     assert!(total <= runs + runs / 100, "ways {total} > runs {runs}");
+    assert!(
+        ways_off.abs_diff(off(split)) <= runs / 50 + 1_000_000,
+        "ways {ways_off} vs runs {}",
+        off(split)
+    );
 }

@@ -110,6 +110,23 @@ fn debian_6_1_and_6_12_guests_measure_like_the_host() {
         eprintln!("{what}: kernel printed {printed:?}, vmtrace decoded {decoded:?}");
         assert!(!printed.is_empty(), "{what}: no reclaim begin traced");
         assert_eq!(printed, decoded, "{what}");
+        // The ways' time off the CPU (the task's split totals across
+        // each stall, kept in task storage) is the split's own on these
+        // kernels too.
+        let paths = r["reclaim_entries"]["paths"].as_array().expect("paths");
+        let off = |s: &Value| n(&s["runnable_ns"]) + n(&s["blocked_ns"]);
+        let ways: u64 = paths.iter().map(|p| off(&p["split"])).sum();
+        let split = &r["memcg_reclaim"]["split"];
+        let wall = n(&split["wall_ns"]);
+        eprintln!(
+            "{what}: off the CPU: ways {ways} ns, split {} ns (wall {wall})",
+            off(split)
+        );
+        assert!(
+            ways.abs_diff(off(split)) <= wall / 50 + 1_000_000,
+            "{what}: ways {ways} vs split {}",
+            off(split)
+        );
         releases.push(release);
     }
     releases.sort();

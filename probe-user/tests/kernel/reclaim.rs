@@ -96,8 +96,9 @@ fn entered_through_the_fault_path(r: &Value, stalls: u64) {
     assert_eq!(count, stalls, "{e:#}");
     assert_eq!(n(e, "stacks_lost") + n(e, "table_full"), 0, "{e:#}");
     assert!(within(total, stalled, 0.02), "{total} vs {stalled}");
-    // Each way's split (the task's split totals across each stall) adds
-    // up to its stall time, and over all ways to the split's own parts.
+    // Each way's split (runnable and blocked: the task's split totals
+    // across each stall; on a CPU: the rest) adds up to its stall time,
+    // and over all ways to the split's own parts.
     let part = |k: &str| -> u64 { memcg.iter().map(|p| n(&p["split"], k)).sum() };
     let (on, runnable, blocked) = (part("on_cpu_ns"), part("runnable_ns"), part("blocked_ns"));
     eprintln!("ways in: on-CPU {on} runnable {runnable} blocked {blocked} ns");
