@@ -159,8 +159,9 @@ impl Evidence<'_> {
         self.real(IoWaitTime) || self.real(BlockIoDelay)
     }
 
-    /// The way into reclaim whose stall time per run moved most (among
-    /// those that moved by compare's rules: analysis/entries.rs), by the
+    /// The way into reclaim (direct or memcg) whose stall time per run
+    /// moved most (among those that moved by compare's rules:
+    /// analysis/entries.rs), by the
     /// first callers where it parts from every other way of its context
     /// (the memcg charge path, try_charge_memcg < charge_memcg <
     /// __mem_cgroup_charge, is every charging way's: no way is told
@@ -168,9 +169,12 @@ impl Evidence<'_> {
     /// __filemap_add_folio < filemap_add_folio < ... (+1.6s/run)`.
     fn way_that_moved_most(&self) -> Option<String> {
         let diff = |r: &EntryRow| r.changes[self.g - 1].map_or(0.0, |c| c.diff);
+        // Reclaim's ways only: a direct compaction's runs are not
+        // reclaim stalls.
         let way = self
             .entries
             .iter()
+            .filter(|r| r.context != "compaction")
             .filter(|r| r.moved.get(self.g - 1) == Some(&true))
             .max_by(|a, b| diff(a).abs().total_cmp(&diff(b).abs()))?;
         let shared = self

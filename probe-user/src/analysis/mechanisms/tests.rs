@@ -428,6 +428,28 @@ fn reclaim_names_the_way_in_that_moved_most() {
         ..b_vs_a(&[], true)
     };
     assert_eq!(none.way_that_moved_most(), None);
+    // A direct compaction's way moved more, but it is no reclaim's.
+    let mut compaction = way(
+        &[
+            "try_to_compact_pages",
+            "__alloc_pages_direct_compact",
+            "do_huge_pmd_anonymous_page",
+        ],
+        2.0,
+        true,
+    );
+    compaction.context = "compaction".into();
+    let with_compaction: Vec<EntryRow> = entries.iter().cloned().chain([compaction]).collect();
+    let e = Evidence {
+        entries: &with_compaction,
+        ..b_vs_a(&[], true)
+    };
+    assert!(
+        e.way_that_moved_most()
+            .is_some_and(|w| w.starts_with("memcg via")),
+        "{:?}",
+        e.way_that_moved_most()
+    );
 }
 
 /// Two ways through the same charge path: the read is told apart where
