@@ -19,7 +19,10 @@
 //! thread's exit (`reclaim::stall_thread_exit`) and, for live threads,
 //! through the collector's task iterator (`reclaim::stall_flush`, into
 //! `SPLIT_LIVE`). A span's own parts are the totals' change across it
-//! (`entry` books them per way into reclaim).
+//! (`entry` books them per way into reclaim). A thread that exits while
+//! the iterator runs may be counted in both for that one read; at the
+//! end of a run's window every job thread has exited and the counters
+//! alone hold it all.
 //!
 //! The cross-check of the runnable part is the kernel's own
 //! `sched_info.run_delay`, summed over the spans the same way. run_delay

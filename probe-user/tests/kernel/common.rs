@@ -44,6 +44,26 @@ pub fn vmstat() -> std::collections::BTreeMap<String, u64> {
         .collect()
 }
 
+/// The size of a hog `extra` MiB larger than the free memory, for global
+/// pressure; it must fit in what reclaim can free plus the 2 GiB of swap
+/// the tests add beside it, so nothing is OOM-killed.
+pub fn global_hog_mib(extra: u64) -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let kb = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let mib = kb("MemFree:") / 1024 + extra;
+    assert!(
+        mib * 1024 < kb("MemAvailable:") + (2 << 20),
+        "{mib} MiB would not fit"
+    );
+    mib
+}
+
 pub fn delta(
     before: &std::collections::BTreeMap<String, u64>,
     after: &std::collections::BTreeMap<String, u64>,

@@ -188,12 +188,7 @@ fn thp_compaction_and_readahead_equal_the_vmstat_deltas() {
 /// no way in; with some, each way begins at try_to_compact_pages and
 /// their time lies within the target's compaction runs.
 fn direct_compaction_ways(r: &Value, compact_stall: u64) {
-    let ways: Vec<&Value> = r["reclaim_entries"]["paths"]
-        .as_array()
-        .expect("reclaim_entries.paths")
-        .iter()
-        .filter(|p| p["context"] == "compaction")
-        .collect();
+    let ways = crate::entries::compaction_ways(r);
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
     let runs: u64 = ways.iter().map(|w| n(w, "count")).sum();
     eprintln!(

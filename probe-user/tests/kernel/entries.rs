@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::{
-    common::{delta, fresh_scratch, guard, json_ok, memhog, run_memhog, vmstat, vmtrace},
+    common::{
+        delta, fresh_scratch, global_hog_mib, guard, json_ok, memhog, run_memhog, vmstat, vmtrace,
+    },
     counters::{THP, ThpSetting},
 };
 
@@ -91,6 +93,16 @@ fn uncached_file(dir: &std::path::Path, mib: u32) -> std::path::PathBuf {
         .expect("dd");
     assert!(st.success());
     file
+}
+
+/// A report's ways into direct compaction.
+pub fn compaction_ways(r: &Value) -> Vec<&Value> {
+    r["reclaim_entries"]["paths"]
+        .as_array()
+        .expect("reclaim_entries.paths")
+        .iter()
+        .filter(|p| p["context"] == "compaction")
+        .collect()
 }
 
 fn frames(p: &Value) -> Vec<&str> {
@@ -404,30 +416,13 @@ fn direct_compaction_is_entered_from_the_thp_fault() {
     }
     let _g = guard();
     let _thp = ThpSetting::not_never();
-    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
-    let kb = |key: &str| -> u64 {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    let mib = kb("MemFree:") / 1024 + 256;
-    assert!(
-        mib * 1024 < kb("MemAvailable:") + (2 << 20),
-        "{mib} MiB would not fit"
-    );
+    let mib = global_hog_mib(256);
     let before = vmstat();
     let hog = ["--mib", &mib.to_string(), "--passes", "1", "--thp"];
     let r = json_ok(&mut run_memhog(true, &["--swap", "2G"], &hog));
     let stalls = delta(&before, &vmstat(), &["compact_stall"]);
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
-    let ways: Vec<&Value> = r["reclaim_entries"]["paths"]
-        .as_array()
-        .expect("reclaim_entries.paths")
-        .iter()
-        .filter(|p| p["context"] == "compaction")
-        .collect();
+    let ways = compaction_ways(&r);
     let total: u64 = ways.iter().map(|w| n(w, "stall_ns")).sum();
     let thp: u64 = ways
         .iter()

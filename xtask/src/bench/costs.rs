@@ -88,11 +88,16 @@ pub fn per_tool(costs: &[(Tool, Measured)]) -> String {
     md
 }
 
+/// `tool`'s measured programs, if it ran.
+fn of(costs: &[(Tool, Measured)], tool: Tool) -> Option<&Measured> {
+    costs.iter().find(|(t, _)| *t == tool).map(|(_, m)| m)
+}
+
 /// The programs that take and book kernel stacks ("where reclaim was
 /// entered"), and vmtrace's total with and without them; empty unless
 /// both vmtrace configurations ran.
 pub fn stacks(costs: &[(Tool, Measured)]) -> String {
-    let get = |t: Tool| costs.iter().find(|(tool, _)| *tool == t).map(|(_, m)| m);
+    let get = |t: Tool| of(costs, t);
     let (Some(with), Some(without)) = (get(Tool::Vmtrace), get(Tool::VmtraceNoStacks)) else {
         return String::new();
     };
@@ -154,7 +159,7 @@ pub fn stacks(costs: &[(Tool, Measured)]) -> String {
 
 /// The side-by-side table and the totals; empty without both tools.
 pub fn side_by_side(costs: &[(Tool, Measured)]) -> String {
-    let get = |t: Tool| costs.iter().find(|(tool, _)| *tool == t).map(|(_, m)| m);
+    let get = |t: Tool| of(costs, t);
     let (Some(vm), Some(bt)) = (get(Tool::Vmtrace), get(Tool::Bpftrace)) else {
         return String::new();
     };
