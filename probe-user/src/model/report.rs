@@ -373,7 +373,8 @@ pub struct DelayReport {
     pub cpu_ns: u64,
     /// Per-task values (one category of one thread) longer than the
     /// thread lived, dropped by the eBPF side instead of summed: a wait
-    /// with no start stamp is booked from 0 (the whole uptime): begun
+    /// with no start stamp is booked from 0 (the scheduler clock's
+    /// whole reading, local_clock(), about the uptime): begun
     /// while kernel.task_delayacct was off, or, on 6.12 and later, a
     /// block I/O wait whose dequeue was delayed (the stamp went to
     /// another task). None of them is in the figures above;
