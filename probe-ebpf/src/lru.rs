@@ -136,7 +136,7 @@ fn context() -> ReclaimContext {
     if let Some(spans) = TASK_SPANS.current_if_any()
         && spans.reclaim_start_ns != 0
     {
-        if spans.reclaim_context == ReclaimContext::Memcg as u32 {
+        if spans.reclaim_context == ReclaimContext::Memcg as u8 {
             return ReclaimContext::Memcg;
         }
         return ReclaimContext::Direct;

@@ -18,6 +18,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
+    bindings::BPF_LOCAL_STORAGE_GET_F_CREATE,
     helpers::{
         bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_probe_read_kernel,
         generated::bpf_get_current_task_btf,
@@ -32,7 +33,7 @@ use vmtrace_common::{
 };
 
 use crate::{
-    shared::{count, field, in_target, now_ns, record, tracepoint_field},
+    shared::{count, field, now_ns, record, tracepoint_field},
     task::TASK_SPANS,
 };
 
@@ -70,15 +71,17 @@ pub fn memcg_reclaim_end(ctx: TracePointContext) -> u32 {
 
 #[inline(always)]
 fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
-    let target = in_target();
-    let Some(spans) = TASK_SPANS.current() else {
+    // SAFETY: the current task is valid for the program's run.
+    let task = unsafe { bpf_get_current_task_btf() };
+    let Some(spans) = TASK_SPANS.of(task.cast(), BPF_LOCAL_STORAGE_GET_F_CREATE.into()) else {
         count(Counter::ReclaimStartDropped, 1);
         return;
     };
+    let target = crate::target::in_target_cached(task as *const u8, spans);
     let now = now_ns();
     spans.reclaim_start_ns = now;
-    spans.reclaim_context = context as u32;
-    spans.reclaim_target = target as u32;
+    spans.reclaim_context = context as u8;
+    spans.reclaim_target = target as u8;
     // Counted at the end, with the stall's other counters: one lookup.
     spans.reclaim_order = tracepoint_field(ctx, order) as u32;
     if target {
@@ -99,7 +102,7 @@ fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     }
     let now = now_ns();
     let stall = now.saturating_sub(start_ns);
-    let memcg = spans.reclaim_context == ReclaimContext::Memcg as u32;
+    let memcg = spans.reclaim_context == ReclaimContext::Memcg as u8;
     let target = spans.reclaim_target != 0;
     if target {
         let family = if memcg {

@@ -918,6 +918,14 @@ pub struct Fields {
     pub task_in_iowait: Field,
     /// `task_struct.flags` (PF_*).
     pub task_flags: Field,
+    /// `task_struct.cgroups`, `css_set.dfl_cgrp`, `cgroup.self` and
+    /// `cgroup_subsys_state.serial_nr`: the serial number of the task's
+    /// cgroup (unique, never reused), which keys a reclaim begin's
+    /// cached target verdict.
+    pub task_cgroups: Field,
+    pub css_set_dfl_cgrp: Field,
+    pub cgroup_self: Field,
+    pub css_serial_nr: Field,
     /// `mm_vmscan_lru_isolate` fields.
     pub lru_isolate_highest_zoneidx: Field,
     pub lru_isolate_nr_requested: Field,

@@ -41,6 +41,7 @@ mod reports;
 mod serve;
 mod swapcause;
 mod swapio;
+mod targets;
 mod untrusted_paths;
 mod untrusted_state;
 mod workloads;

@@ -253,14 +253,31 @@ macro_rules! tp {
     };
 }
 
+/// What a reclaim begin keys its cached target verdict on (the task's
+/// cgroup's serial number; probe-ebpf `target::in_target_cached`).
+/// Without them each begin asks the kernel, as before.
+const TARGET_CACHE_KEY: &[MemberUse] = &[
+    member!(optional task_struct.cgroups, 8, task_cgroups),
+    member!(optional css_set.dfl_cgrp, 8, css_set_dfl_cgrp),
+    member!(optional cgroup.self, 8, cgroup_self),
+    member!(optional cgroup_subsys_state.serial_nr, 8, css_serial_nr),
+];
+
 /// Every metric vmtrace knows, in report order.
 pub const CATALOGUE: &[Metric] = &[
     Metric {
         id: MetricId::DirectReclaim,
         opt_in: None,
         programs: &[
-            tp!("direct_reclaim_begin", "vmscan": "mm_vmscan_direct_reclaim_begin",
-                [opt!("order", direct_reclaim_begin_order)]),
+            Program {
+                name: "direct_reclaim_begin",
+                hook: Hook::Tracepoint {
+                    system: "vmscan",
+                    events: &["mm_vmscan_direct_reclaim_begin"],
+                },
+                fields: &[opt!("order", direct_reclaim_begin_order)],
+                members: TARGET_CACHE_KEY,
+            },
             tp!("direct_reclaim_end", "vmscan": "mm_vmscan_direct_reclaim_end",
                 [req!("nr_reclaimed", direct_reclaim_end_nr_reclaimed)]),
         ],
@@ -269,8 +286,15 @@ pub const CATALOGUE: &[Metric] = &[
         id: MetricId::MemcgReclaim,
         opt_in: None,
         programs: &[
-            tp!("memcg_reclaim_begin", "vmscan": "mm_vmscan_memcg_reclaim_begin",
-                [opt!("order", memcg_reclaim_begin_order)]),
+            Program {
+                name: "memcg_reclaim_begin",
+                hook: Hook::Tracepoint {
+                    system: "vmscan",
+                    events: &["mm_vmscan_memcg_reclaim_begin"],
+                },
+                fields: &[opt!("order", memcg_reclaim_begin_order)],
+                members: TARGET_CACHE_KEY,
+            },
             tp!("memcg_reclaim_end", "vmscan": "mm_vmscan_memcg_reclaim_end",
                 [req!("nr_reclaimed", memcg_reclaim_end_nr_reclaimed)]),
         ],

@@ -325,6 +325,11 @@ mod tests {
                 ("task_struct", "in_iowait") => Some(1220),
                 ("task_struct", "comm") => Some(1752),
                 ("task_struct", "flags") => Some(44),
+                // The cached target verdict's key (6.18.44).
+                ("task_struct", "cgroups") => Some(2376),
+                ("css_set", "dfl_cgrp") => Some(112),
+                ("cgroup", "self") => Some(0),
+                ("cgroup_subsys_state", "serial_nr") => Some(80),
                 ("request", "__sector") => Some(48),
                 ("request", "__data_len") => Some(44),
                 ("request", "cmd_flags") => Some(24),
@@ -398,6 +403,9 @@ mod tests {
                 }
             );
             assert_eq!(f.lru_shrink_inactive_nid, Field { offset: 8, size: 4 });
+            // At offset 0 (the first member), present all the same: a
+            // member's presence is its size.
+            assert_eq!(f.cgroup_self, Field { offset: 0, size: 8 });
             assert_eq!(
                 f.lru_shrink_inactive_nr_scanned,
                 Field {
