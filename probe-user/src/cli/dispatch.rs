@@ -52,6 +52,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Commands::Run(args) => run_command(args),
         Commands::Kernels(args) => guests::kernels(&kernels_options(args)),
         Commands::Workload { name, args } => crate::session::bundled::run_in_process(&name, args),
+        Commands::BuildKernel {
+            cache,
+            tree,
+            patches,
+        } => guests::kbuild::build_command(&cache, &tree, &patches),
         Commands::Report { files, json } => views::report_command(&files, json),
         Commands::Attach(args) => attach_command(args),
         Commands::Compare {
@@ -208,6 +213,7 @@ fn kernels_options(a: KernelsArgs) -> guests::KernelsOptions {
             guests::Storage::Image
         },
         out: a.out,
+        build_cache: a.build_cache,
         command: a.command,
     }
 }

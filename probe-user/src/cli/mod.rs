@@ -291,6 +291,19 @@ vmtrace generate complete-fish > ~/.config/fish/completions/vmtrace.fish"
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Build a guest kernel from a tree and patches, as the user this
+    /// runs as (what `vmtrace kernels --kernel TREE` starts as sudo's
+    /// invoker); prints one JSON line saying where the image is
+    #[command(hide = true)]
+    BuildKernel {
+        /// The build cache (the invoker's)
+        #[arg(long, value_name = "DIR")]
+        cache: PathBuf,
+        /// The kernel source tree
+        tree: PathBuf,
+        /// Patches to apply, in order (patch -p1)
+        patches: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -451,10 +464,18 @@ reclaim writes go to the compressed pool (zswpout) instead of the swap device \
 pub struct KernelsArgs {
     /// A kernel to boot (repeatable): an image path (bzImage or vmlinuz;
     /// IMAGE:MODULES_DIR for its modules), debian:6.1 or debian:6.12 (the
-    /// newest Debian package of that line), a Debian package name, or
-    /// `host` (no guest: this machine)
+    /// newest Debian package of that line), a Debian package name, a
+    /// kernel source tree (TREE, or TREE:PATCH[:PATCH...] with patches
+    /// applied to a copy: vmtrace builds it, as you), or `host` (no
+    /// guest: this machine)
     #[arg(long = "kernel", value_name = "K", required = true)]
     pub kernels: Vec<String>,
+    /// Where kernels built from trees are kept, by what decides them
+    /// (tree content, patches, configuration, compiler): a second
+    /// request for the same is taken from here. The sudo invoker's
+    /// directory; made 0700 when missing [default: ~/.cache/vmtrace/kernels]
+    #[arg(long, value_name = "DIR")]
+    pub build_cache: Option<PathBuf>,
     /// Guest memory (the modern mem=...); a comma list (512M,384M,256M)
     /// boots each kernel once per size, a table column each: the same
     /// job at shrinking memory until it thrashes or is OOM-killed

@@ -24,6 +24,39 @@ pub struct Kernel {
     pub modules: Option<PathBuf>,
     /// The release, when known before booting (from the modules dir).
     pub release: Option<String>,
+    /// How tables name it when its release would not tell it from
+    /// another (a kernel built from a tree: the tree and its patches).
+    pub label: Option<String>,
+}
+
+/// Every `--kernel`, in order (None: `host`): images found, Debian
+/// kernels downloaded, trees built as sudo's invoker (`kbuild`).
+pub fn resolve_all(
+    specs: &[String],
+    exe: &Path,
+    build_cache: Option<&Path>,
+) -> Result<Vec<Option<Kernel>>> {
+    let mut resolved = Vec::new();
+    for spec in specs {
+        if spec == "host" {
+            resolved.push(None);
+        } else if let Some(tree) = super::kbuild::TreeSpec::parse(spec) {
+            let built = super::kbuild::build_as_invoker(exe, &tree, build_cache)?;
+            if crate::session::interrupt::take_pending().is_some() {
+                bail!("stopped while building {}", built.label);
+            }
+            resolved.push(Some(Kernel {
+                spec: spec.clone(),
+                image: built.image,
+                modules: None,
+                release: Some(built.release),
+                label: Some(built.label),
+            }));
+        } else {
+            resolved.push(Some(resolve(spec)?));
+        }
+    }
+    Ok(resolved)
 }
 
 /// Resolves `--kernel K`:
@@ -56,6 +89,7 @@ pub fn resolve(spec: &str) -> Result<Kernel> {
             image: path.into(),
             modules,
             release,
+            label: None,
         });
     }
     if spec.contains('/') {
@@ -218,6 +252,7 @@ fn unpacked(package: &str) -> Result<Kernel> {
         image,
         modules,
         release,
+        label: None,
     })
 }
 

@@ -18,6 +18,7 @@
 mod files;
 pub mod image;
 pub mod initramfs;
+pub mod kbuild;
 pub mod qemu;
 pub mod rootimg;
 
@@ -74,6 +75,9 @@ pub struct KernelsOptions {
     pub accel: Accel,
     pub storage: Storage,
     pub out: Option<PathBuf>,
+    /// Where kernels built from trees are kept (None: the invoker's
+    /// ~/.cache/vmtrace/kernels).
+    pub build_cache: Option<PathBuf>,
     /// `run ...`: what vmtrace runs in each guest.
     pub command: Vec<String>,
 }
@@ -81,6 +85,9 @@ pub struct KernelsOptions {
 /// What one kernel gave.
 pub struct Outcome {
     pub spec: String,
+    /// The kernel's name in tables when its release does not tell it
+    /// (a tree and its patches).
+    pub label: Option<String>,
     /// The guest memory (None: the host).
     pub mem: Option<u64>,
     pub dir: PathBuf,
@@ -99,16 +106,10 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     if opts.storage == Storage::Image {
         preflight::require_tools(&[("unshare", "util-linux")])?;
     }
-    // Every kernel is resolved (and downloaded) before any boots, so that a
-    // typo fails at once.
-    let mut resolved = Vec::new();
-    for spec in &opts.kernels {
-        if spec == "host" {
-            resolved.push(None);
-        } else {
-            resolved.push(Some(image::resolve(spec)?));
-        }
-    }
+    // Every kernel is resolved (downloaded, built) before any boots, so
+    // that a typo or a patch that does not apply fails at once.
+    let exe = std::env::current_exe().context("finding the vmtrace binary")?;
+    let resolved = image::resolve_all(&opts.kernels, &exe, opts.build_cache.as_deref())?;
     let out = match &opts.out {
         Some(o) => o.clone(),
         None => PathBuf::from(format!(
@@ -118,7 +119,6 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
     };
     crate::host::output::create_dir_all(&out)
         .with_context(|| format!("creating {}", out.display()))?;
-    let exe = std::env::current_exe().context("finding the vmtrace binary")?;
     let kvm = match opts.accel {
         Accel::Kvm => true,
         Accel::Tcg => false,
@@ -316,6 +316,7 @@ fn run_one(
     };
     let outcome = outcome.unwrap_or_else(|e| Outcome {
         spec: spec.to_string(),
+        label: kernel.and_then(|k| k.label.clone()),
         mem,
         dir: dir.clone(),
         recording: None,
@@ -332,9 +333,12 @@ fn run_one(
 /// The recordings read back, one per kernel: with several guest memory
 /// sizes, a kernel's recordings are joined and each run's label (its
 /// sweep value) gets the size in front (`256M -j4`), so that a table
-/// column and a compare are one size and one sweep value.
+/// column and a compare are one size and one sweep value. A kernel is
+/// named by its label (a tree and its patches), else by its release;
+/// kernels given apart whose releases are the same (two builds of one
+/// version) are named by how they were given, never pooled.
 fn merged_by_kernel(outcomes: &[Outcome], mem_sweep: bool) -> Vec<(String, Recording)> {
-    let mut merged: Vec<(String, Recording)> = Vec::new();
+    let mut read: Vec<(&Outcome, Recording)> = Vec::new();
     for o in outcomes {
         let Some(mut rec) = o.recording.as_ref().and_then(|p| Recording::read(p).ok()) else {
             continue;
@@ -344,7 +348,25 @@ fn merged_by_kernel(outcomes: &[Outcome], mem_sweep: bool) -> Vec<(String, Recor
                 run.label = format!("{}M {}", m >> 20, run.label).trim_end().to_string();
             }
         }
-        let kernel = rec.environment.kernel_release.clone();
+        read.push((o, rec));
+    }
+    let names: Vec<String> = read
+        .iter()
+        .map(|(o, rec)| {
+            o.label
+                .clone()
+                .unwrap_or_else(|| rec.environment.kernel_release.clone())
+        })
+        .collect();
+    let specs: Vec<&str> = read.iter().map(|(o, _)| o.spec.as_str()).collect();
+    let mut merged: Vec<(String, Recording)> = Vec::new();
+    for (i, (o, mut rec)) in read.into_iter().enumerate() {
+        let shared = (0..names.len()).any(|j| specs[j] != o.spec && names[j] == names[i]);
+        let kernel = if shared {
+            o.spec.clone()
+        } else {
+            names[i].clone()
+        };
         match merged.iter_mut().find(|(k, _)| *k == kernel) {
             Some((_, r)) => r.runs.append(&mut rec.runs),
             None => merged.push((kernel, rec)),
@@ -420,6 +442,7 @@ fn run_on_host(exe: &Path, opts: &KernelsOptions, spec: &str, dir: &Path) -> Res
         .context("running vmtrace on the host")?;
     Ok(Outcome {
         spec: spec.into(),
+        label: None,
         mem: None,
         dir: dir.into(),
         recording: recording.is_file().then_some(recording),
@@ -513,6 +536,7 @@ fn run_in_guest(
     }
     Ok(Outcome {
         spec: k.spec.clone(),
+        label: k.label.clone(),
         mem: Some(mem),
         dir: dir.into(),
         recording: recording.is_file().then_some(recording),
@@ -737,6 +761,7 @@ mod tests {
             rec.write(&path).unwrap();
             outcomes.push(Outcome {
                 spec: kernel.to_string(),
+                label: None,
                 mem: Some(mem << 20),
                 dir: dir.clone(),
                 recording: Some(path),
@@ -745,6 +770,7 @@ mod tests {
         }
         outcomes.push(Outcome {
             spec: "debian:6.18".into(),
+            label: None,
             mem: Some(96 << 20),
             dir: dir.clone(),
             recording: None,
@@ -773,6 +799,51 @@ mod tests {
         // Without a memory sweep the labels stay the sweep's own.
         let plain = merged_by_kernel(&outcomes[2..], false);
         assert_eq!(plain[0].1.runs[0].label, "-j2");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two builds of one version (a tree with and without a patch) are
+    /// two rows named by their labels; two images of one release given
+    /// apart are named by how they were given; neither is pooled.
+    #[test]
+    fn kernels_of_one_release_are_told_apart() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
+        let dir = std::env::temp_dir().join(format!("vmtrace-same-rel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let outcome = |i: usize, spec: &str, label: Option<&str>| {
+            let mut rec = Recording::read(&corpus).unwrap();
+            rec.environment.kernel_release = "6.1.172".into();
+            let path = dir.join(format!("{i}.vmtrace.json"));
+            rec.write(&path).unwrap();
+            Outcome {
+                spec: spec.into(),
+                label: label.map(String::from),
+                mem: Some(512 << 20),
+                dir: dir.clone(),
+                recording: Some(path),
+                problem: None,
+            }
+        };
+        let built = [
+            outcome(0, "/src/linux", Some("linux")),
+            outcome(1, "/src/linux:fix.patch", Some("linux + mm: fix")),
+        ];
+        let names: Vec<String> = merged_by_kernel(&built, false)
+            .into_iter()
+            .map(|(k, r)| format!("{k} ({} runs)", r.runs.len()))
+            .collect();
+        assert_eq!(names, ["linux (2 runs)", "linux + mm: fix (2 runs)"]);
+        let images = [
+            outcome(2, "/b/a.bzImage", None),
+            outcome(3, "/b/b.bzImage", None),
+            outcome(4, "/b/b.bzImage", None),
+        ];
+        let names: Vec<String> = merged_by_kernel(&images, false)
+            .into_iter()
+            .map(|(k, r)| format!("{k} ({} runs)", r.runs.len()))
+            .collect();
+        assert_eq!(names, ["/b/a.bzImage (2 runs)", "/b/b.bzImage (4 runs)"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
