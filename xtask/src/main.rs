@@ -1,9 +1,11 @@
-//! Developer tasks for vmtrace: `cargo xtask <setup|build|run|test|lint|bench>`.
+//! Developer tasks for vmtrace: `cargo xtask
+//! <setup|build|run|test|lint|bench|calibrate>`.
 //! Each task does the set-up it needs, so a fresh machine needs nothing
 //! typed by hand first.
 
 mod bench;
 mod build;
+mod calibrate;
 mod run;
 mod setup;
 mod test;
@@ -24,7 +26,13 @@ enum Task {
     /// Install what the build and tests need and is missing (idempotent):
     /// the nightly's rust-src, bpf-linker against the nightly's LLVM,
     /// Debian packages
-    Setup,
+    Setup {
+        /// Also what building a guest kernel from a tree needs (flex,
+        /// bison, bc, libelf-dev, libssl-dev, dwarves) and Debian's
+        /// linux-source-6.1
+        #[arg(long)]
+        kernel_build: bool,
+    },
     /// Build vmtrace (with its eBPF programs) and the workloads, release
     Build,
     /// The main job: a traced qsbench in a small memory box with swap
@@ -79,12 +87,37 @@ enum Task {
         #[arg(long, value_name = "CGROUPS")]
         cardinality: Option<usize>,
     },
+    /// Does compare name a cause it was not told? With --kernels: Debian's
+    /// 6.1 tree built stock and with each planted patch
+    /// (xtask/calibrate/patches), booted in guests by `vmtrace kernels`,
+    /// compared; writes target/calibrate/UTC/kernels.md (root; hours:
+    /// each kernel builds in about 12 minutes the first time)
+    Calibrate {
+        /// The planted kernel patches (the only calibration so far)
+        #[arg(long)]
+        kernels: bool,
+        /// Runs of the job in each guest (compare judges significance
+        /// from 2)
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        repeat: u32,
+        /// Only these cases: prefixes of the patches' names,
+        /// comma-separated (e.g. 01,05)
+        #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME]")]
+        only: Vec<String>,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
     let result: Result<()> = match cli.task {
-        Task::Setup => setup::setup(setup::Verbosity::Report, setup::Need::Test),
+        Task::Setup { kernel_build } => setup::setup(
+            setup::Verbosity::Report,
+            if kernel_build {
+                setup::Need::KernelBuild
+            } else {
+                setup::Need::Test
+            },
+        ),
         Task::Build => build::build(),
         Task::Run { args } => run::run(&args),
         Task::Test { repeat, filter } => test::test(&test::TestOptions { repeat, filter }),
@@ -103,6 +136,15 @@ fn main() {
             out,
             soak,
             cardinality,
+        }),
+        Task::Calibrate {
+            kernels,
+            repeat,
+            only,
+        } => calibrate::calibrate(&calibrate::CalibrateOptions {
+            kernels,
+            repeat,
+            only,
         }),
     };
     if let Err(e) = result {

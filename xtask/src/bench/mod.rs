@@ -159,7 +159,7 @@ fn run_soak(opts: &BenchOptions, minutes: u64) -> Result<()> {
 fn out_dir(opts: &BenchOptions) -> PathBuf {
     match &opts.out {
         Some(o) => o.clone(),
-        None => util::root().join("target/bench").join(utc_stamp()),
+        None => util::root().join("target/bench").join(util::utc_stamp()),
     }
 }
 
@@ -321,14 +321,6 @@ impl Drop for TracefsMount {
     }
 }
 
-fn utc_stamp() -> String {
-    Command::new("date")
-        .args(["-u", "+%Y%m%dT%H%M%SZ"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|_| "run".into())
-}
-
 /// What ran where: kernel, machine, tool versions, the command line.
 fn header(opts: &BenchOptions, tools: &[Tool]) -> Result<String> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
@@ -382,7 +374,7 @@ fn header(opts: &BenchOptions, tools: &[Tool]) -> Result<String> {
         read("/proc/version").trim()
     )?;
     writeln!(md, "- machine: {cpus} x {cpu}, {mem_gib:.1} GiB")?;
-    writeln!(md, "- date: {}", utc_stamp())?;
+    writeln!(md, "- date: {}", util::utc_stamp())?;
     for t in tools {
         let v = match t {
             Tool::Bare => continue,

@@ -20,7 +20,12 @@
 //!   the independent flame-graph tool the folded export is read with;
 //! - the PyPI `hdrhistogram` package, into $CARGO_HOME/vmtrace-python (not
 //!   the system's Python): the test that HdrHistogram's own decoder reads
-//!   vmtrace's interval logs uses it.
+//!   vmtrace's interval logs uses it;
+//! - only with `--kernel-build` (and for `cargo xtask calibrate
+//!   --kernels`), what building a guest kernel from a source tree needs:
+//!   flex, bison, bc, libelf-dev, libssl-dev, dwarves (pahole, for BTF)
+//!   and Debian's linux-source-6.1 (the tree the calibration patches).
+//!   Never installed otherwise.
 
 use std::{
     path::{Path, PathBuf},
@@ -39,11 +44,14 @@ mod qemu;
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
 /// What a task needs installed: building and the main job (`cargo xtask
-/// build`, `run`, `lint`), or everything the tests use (`test`, `setup`).
+/// build`, `run`, `lint`), everything the tests use (`test`, `setup`), or
+/// that and building guest kernels from a source tree (`setup
+/// --kernel-build`, `calibrate --kernels`). Each includes the ones before.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Need {
     Build,
     Test,
+    KernelBuild,
 }
 
 /// Commands vmtrace or its tests need, the Debian package that has each,
@@ -66,6 +74,46 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     ("mkfs.ext4", "e2fsprogs", Need::Test),
     ("xz", "xz-utils", Need::Test),
 ];
+
+/// How to tell that a package is installed.
+#[derive(Clone, Copy)]
+enum Present {
+    /// A command on PATH (or in /usr/sbin).
+    Command(&'static str),
+    /// A file it installs.
+    File(&'static str),
+}
+
+impl Present {
+    fn holds(self) -> bool {
+        match self {
+            Present::Command(cmd) => {
+                util::on_path(cmd) || Path::new("/usr/sbin").join(cmd).is_file()
+            }
+            Present::File(path) => Path::new(path).is_file(),
+        }
+    }
+}
+
+/// What `make` of a kernel tree with BTF needs (Need::KernelBuild), and
+/// the tree: Debian's linux-source-6.1 (a tarball in /usr/src). make and
+/// gcc come with Need::Test, xz (to unpack it) too.
+const KERNEL_BUILD: &[(Present, &str)] = &[
+    (Present::Command("flex"), "flex"),
+    (Present::Command("bison"), "bison"),
+    (Present::Command("bc"), "bc"),
+    (Present::Command("pahole"), "dwarves"),
+    (Present::File("/usr/include/libelf.h"), "libelf-dev"),
+    (
+        Present::File("/usr/include/openssl/opensslv.h"),
+        "libssl-dev",
+    ),
+    (Present::File(LINUX_SOURCE_TARBALL), "linux-source-6.1"),
+];
+
+/// Debian's linux-source-6.1: the kernel tree `calibrate --kernels`
+/// builds guests from.
+pub const LINUX_SOURCE_TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
 
 /// The flame-graph tool the folded export is checked with (its command
 /// line only: no default features).
@@ -118,9 +166,7 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
     }
     let mut missing: Vec<&str> = DEBIAN
         .iter()
-        .filter(|(cmd, _, n)| {
-            *n <= need && !util::on_path(cmd) && !Path::new("/usr/sbin").join(cmd).is_file()
-        })
+        .filter(|&&(cmd, _, n)| n <= need && !Present::Command(cmd).holds())
         .map(|&(_, pkg, _)| pkg)
         .collect();
     missing.dedup();
@@ -128,17 +174,26 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
         install_debian(&missing)?;
         done.push("Debian packages");
     }
-    if need == Need::Test && !util::on_path("qemu-system-x86_64") {
+    let kernel_build: Vec<&str> = KERNEL_BUILD
+        .iter()
+        .filter(|(present, _)| need >= Need::KernelBuild && !present.holds())
+        .map(|&(_, pkg)| pkg)
+        .collect();
+    if !kernel_build.is_empty() {
+        install_debian(&kernel_build)?;
+        done.push("kernel-build packages");
+    }
+    if need >= Need::Test && !util::on_path("qemu-system-x86_64") {
         qemu::install()?;
         done.push("QEMU");
     }
     // The exporter test's scraper (`attach --serve`): unpacked, so that
     // no Prometheus service is installed and started.
-    if need == Need::Test && !prometheus::installed() {
+    if need >= Need::Test && !prometheus::installed() {
         prometheus::install()?;
         done.push("Prometheus (unpacked, no service)");
     }
-    if need == Need::Test && !util::on_path("inferno-flamegraph") {
+    if need >= Need::Test && !util::on_path("inferno-flamegraph") {
         util::run(Command::new("cargo").args([
             "install",
             "inferno",
@@ -152,7 +207,7 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
         done.push("inferno-flamegraph");
     }
     let python_has = |package: &str| python_dir().join(package).join("__init__.py").is_file();
-    if need == Need::Test && !(python_has("hdrh") && python_has("jsonschema")) {
+    if need >= Need::Test && !(python_has("hdrh") && python_has("jsonschema")) {
         install_python_packages()?;
         done.push("Python hdrhistogram and jsonschema");
     }
@@ -160,7 +215,12 @@ pub fn setup(verbosity: Verbosity, need: Need) -> Result<()> {
         if verbosity == Verbosity::Report {
             println!(
                 "setup: nothing to do: nightly rust-src, bpf-linker {BPF_LINKER_VERSION}, the \
-                 test packages, inferno and Python hdrhistogram and jsonschema are installed"
+                 test packages{}, inferno and Python hdrhistogram and jsonschema are installed",
+                if need >= Need::KernelBuild {
+                    ", the kernel-build packages and linux-source-6.1"
+                } else {
+                    ""
+                }
             );
         }
     } else {
