@@ -189,8 +189,10 @@ fn fine_midpoint_sum(counts: &[u64]) -> u64 {
         .enumerate()
         .filter(|&(_, &n)| n > 0)
         .map(|(i, &n)| {
+            // The top buckets' bounds pass 2^62: the midpoint is capped
+            // there, never an overflow.
             let (lo, hi) = (bucket_lower(i), bucket_upper(i).min(1 << 62));
-            (lo + (hi - lo) / 2).saturating_mul(n)
+            (lo + hi.saturating_sub(lo) / 2).saturating_mul(n)
         })
         .fold(0u64, u64::saturating_add)
 }

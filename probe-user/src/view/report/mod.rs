@@ -433,5 +433,25 @@ mod tests {
             assert!(l.is_ascii() && l.len() <= 72, "{l:?}");
         }
         assert!(text.contains("    mean      12.00       6.00"), "{text}");
+        // A tree and its patch's subject do not fit the column: the rows
+        // are letters, the names above them whole, never cut to one.
+        let long = KernelsTable::of(&[
+            ("linux-source-6.1".into(), &a),
+            (
+                "linux-source-6.1 + mm/vmscan: 20us busy wait per folio (planted)".into(),
+                &b,
+            ),
+        ]);
+        let ltext = long.to_text();
+        assert!(ltext.contains("A = linux-source-6.1\n"), "{ltext}");
+        assert!(
+            ltext.contains("B = linux-source-6.1 + mm/vmscan: 20us busy wait per folio"),
+            "{ltext}"
+        );
+        assert!(ltext.contains("\nA        11.00 +-1.41"), "{ltext}");
+        assert!(ltext.contains("  B -j5: 1 of 2 failed (OOM)"), "{ltext}");
+        for l in ltext.lines() {
+            assert!(l.is_ascii() && l.len() <= 72, "{l:?}");
+        }
     }
 }

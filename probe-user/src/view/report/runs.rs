@@ -122,10 +122,31 @@ impl KernelsTable {
             o,
             "elapsed seconds per kernel: mean +-stddev of the runs that completed"
         );
-        let width = self
+        // Names too long for the column (a tree and its patches' subjects)
+        // are rows A, B, ... with the names above, as compare does.
+        let long = self.rows.iter().any(|r| r.kernel.len() > 24);
+        let names: Vec<String> = self
             .rows
             .iter()
-            .map(|r| r.kernel.len())
+            .enumerate()
+            .map(|(i, r)| {
+                if long {
+                    row_letter(i)
+                } else {
+                    r.kernel.clone()
+                }
+            })
+            .collect();
+        if long {
+            for (n, r) in names.iter().zip(&self.rows) {
+                for l in crate::model::format::wrap(&format!("{n} = {}", r.kernel), 72) {
+                    let _ = writeln!(o, "{l}");
+                }
+            }
+        }
+        let width = names
+            .iter()
+            .map(String::len)
             .max()
             .unwrap_or(6)
             .clamp(6, 24);
@@ -135,8 +156,7 @@ impl KernelsTable {
                 let _ = write!(head, " {:>14}", self.labels[i]);
             }
             let _ = writeln!(o, "{head}");
-            for r in &self.rows {
-                let name: String = r.kernel.chars().take(width).collect();
+            for (r, name) in self.rows.iter().zip(&names) {
                 let mut line = format!("{name:<width$}");
                 for &i in block {
                     let cell = match &r.cells[i] {
@@ -152,7 +172,7 @@ impl KernelsTable {
                 let _ = writeln!(o, "{line}");
             }
         }
-        for line in self.failures() {
+        for line in self.failures(&names) {
             let _ = writeln!(o, "{line}");
         }
         o
@@ -160,10 +180,10 @@ impl KernelsTable {
 
     /// `  runs: 3 a cell` or what failed where: `  6.1.0-x -j15: 1 of 3
     /// failed (OOM)`.
-    fn failures(&self) -> Vec<String> {
+    fn failures(&self, names: &[String]) -> Vec<String> {
         let mut lines = Vec::new();
         let mut counts: Vec<usize> = Vec::new();
-        for r in &self.rows {
+        for (r, name) in self.rows.iter().zip(names) {
             for (c, label) in r.cells.iter().zip(&self.labels) {
                 let Some(c) = c else { continue };
                 counts.push(c.failures.len());
@@ -172,8 +192,7 @@ impl KernelsTable {
                     let mut why: Vec<&str> = failed.iter().map(|f| f.as_str()).collect();
                     why.dedup();
                     lines.push(format!(
-                        "  {} {label}: {} of {} failed ({})",
-                        r.kernel,
+                        "  {name} {label}: {} of {} failed ({})",
                         failed.len(),
                         c.failures.len(),
                         why.join(", ")
@@ -188,6 +207,15 @@ impl KernelsTable {
             _ => "  runs: as many as each kernel recorded".to_string(),
         };
         std::iter::once(runs).chain(lines).collect()
+    }
+}
+
+/// The `i`th row's letter when kernels are named above the table: A to
+/// Z, then K27, K28, ...
+fn row_letter(i: usize) -> String {
+    match u8::try_from(i) {
+        Ok(n) if n < 26 => char::from(b'A' + n).to_string(),
+        _ => format!("K{}", i + 1),
     }
 }
 

@@ -153,6 +153,16 @@ impl Stage {
     }
 }
 
+/// How much `make` says while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Show {
+    /// Nothing (a short step: configuring).
+    Quiet,
+    /// The progress line, with the files a full build compiles when
+    /// known (N/M).
+    Progress(Option<u32>),
+}
+
 /// One `make` in `src` with `O=build`, its output appended to `log`, a
 /// progress line on stderr (rewritten on a terminal, every 15 s and at
 /// each phase otherwise). On failure: the log's last lines and its path.
@@ -162,8 +172,12 @@ pub fn make(
     targets: &[&str],
     log: &Path,
     label: &str,
-    expected: Option<u32>,
+    show: Show,
 ) -> Result<Stage> {
+    let (shown_at_all, expected) = match show {
+        Show::Quiet => (false, None),
+        Show::Progress(e) => (true, e),
+    };
     let mut log_file = File::options()
         .create(true)
         .append(true)
@@ -191,7 +205,7 @@ pub fn make(
     // The command holds the pipe's write ends: dropped, so that the
     // reader ends when make does.
     drop(cmd);
-    let tty = std::io::stderr().is_terminal();
+    let tty = shown_at_all && std::io::stderr().is_terminal();
     let mut stage = Stage::default();
     let mut shown = (String::new(), Instant::now());
     for line in BufReader::new(reader).split(b'\n') {
@@ -206,7 +220,8 @@ pub fn make(
                 eprint!("\r\x1b[Kvmtrace: building {label}: {now}");
                 shown.1 = Instant::now();
             }
-        } else if (stage.phase != phase || shown.1.elapsed() > Duration::from_secs(15))
+        } else if shown_at_all
+            && (stage.phase != phase || shown.1.elapsed() > Duration::from_secs(15))
             && now != shown.0
         {
             eprintln!("vmtrace: building {label}: {now}");

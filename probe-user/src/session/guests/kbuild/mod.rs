@@ -332,7 +332,14 @@ fn build(cache: &Path, tree: &Path, patch_files: &[PathBuf]) -> Result<Built> {
     configure(&src, &build, &log, &label)?;
     let fresh = !build.join("vmlinux").exists();
     let expected = if fresh { state.full_compiles } else { None };
-    let stage = make::make(&src, &build, &["bzImage"], &log, &label, expected)?;
+    let stage = make::make(
+        &src,
+        &build,
+        &["bzImage"],
+        &log,
+        &label,
+        make::Show::Progress(expected),
+    )?;
     if fresh {
         state.full_compiles = Some(stage.compiled);
         save(&state)?;
@@ -404,7 +411,7 @@ fn scratch_copy(
         touch(&src, &state.patched);
         if src.join(".config").exists() || src.join("include/config").exists() {
             // An in-tree build's leftovers refuse O= builds.
-            make::make(&src, &src, &["mrproper"], log, label, None)?;
+            make::make(&src, &src, &["mrproper"], log, label, make::Show::Quiet)?;
         }
         state.tree_id = tree_id.to_string();
     } else {
@@ -533,9 +540,16 @@ fn configure(src: &Path, build: &Path, log: &Path, label: &str) -> Result<()> {
     let before_time = std::fs::metadata(&dotconfig)
         .and_then(|m| m.modified())
         .ok();
-    make::make(src, build, &["defconfig"], log, label, None)?;
+    make::make(src, build, &["defconfig"], log, label, make::Show::Quiet)?;
     if src.join("kernel/configs/kvm_guest.config").is_file() {
-        make::make(src, build, &["kvm_guest.config"], log, label, None)?;
+        make::make(
+            src,
+            build,
+            &["kvm_guest.config"],
+            log,
+            label,
+            make::Show::Quiet,
+        )?;
     } else {
         eprintln!(
             "vmtrace: {label}: this tree has no kernel/configs/kvm_guest.config; the fragment alone adds the guest's drivers"
@@ -567,7 +581,7 @@ fn configure(src: &Path, build: &Path, log: &Path, label: &str) -> Result<()> {
             log.display()
         );
     }
-    make::make(src, build, &["olddefconfig"], log, label, None)?;
+    make::make(src, build, &["olddefconfig"], log, label, make::Show::Quiet)?;
     let after = std::fs::read(&dotconfig).context("reading the merged .config")?;
     if before.as_deref() == Some(after.as_slice())
         && let Some(t) = before_time
