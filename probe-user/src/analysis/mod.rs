@@ -161,9 +161,23 @@ impl Verdict {
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Hint {
     pub mechanism: Mechanism,
-    /// Seconds of elapsed difference linked to it (ranking key).
+    /// Seconds of elapsed difference linked to it (ranking key); null
+    /// for a mechanism that is not a part of the time (OOM kills, ranked
+    /// first: runs that did not finish).
+    #[serde(serialize_with = "finite_or_null")]
+    #[schemars(with = "Option<f64>")]
     pub seconds: f64,
     pub text: String,
+}
+
+/// A number JSON can hold, or null (JSON has no infinity: serde_json
+/// wrote null for it while the schema promised a number).
+fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_finite() {
+        s.serialize_f64(*v)
+    } else {
+        s.serialize_none()
+    }
 }
 
 /// One component of the job's time budget (CPU-seconds or task-seconds,

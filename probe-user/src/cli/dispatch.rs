@@ -4,11 +4,11 @@
 
 use std::{io::IsTerminal, time::Duration};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs, views};
 use crate::{
-    host::membox::BoxSpec,
+    host::{membox::BoxSpec, stdout},
     session::{attach::AttachOptions, guests, job, progress::Progress, run_options::RunOptions},
     view::{json, report::RunsTable},
 };
@@ -36,6 +36,9 @@ pub fn one_line_usage_error(e: &clap::Error) -> Option<String> {
     let message = message.trim_start_matches("error: ").trim_end_matches('.');
     Some(format!("{message}; see --help"))
 }
+
+/// What a failed write to standard output is said as (its error after).
+pub(super) const STDOUT: &str = "writing to standard output";
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
@@ -136,11 +139,12 @@ fn run_command(args: RunArgs) -> Result<i32> {
     };
     let done = job::run_job(&opts, |report, total| {
         if !as_json {
-            print!("{}", crate::view::report::to_text(report));
+            stdout::print(&crate::view::report::to_text(report)).context(STDOUT)?;
             if total > 1 {
-                println!();
+                stdout::println("").context(STDOUT)?;
             }
         }
+        Ok(())
     })?;
     let table = RunsTable::of_recording(&done.recording);
     if as_json {
@@ -148,9 +152,9 @@ fn run_command(args: RunArgs) -> Result<i32> {
             runs: done.recording.runs.iter().map(|r| &r.report).collect(),
             summary: &table,
         };
-        println!("{}", json::to_json(&doc)?);
+        stdout::println(&json::to_json(&doc)?).context(STDOUT)?;
     } else if done.total > 1 {
-        print!("{}", table.to_text());
+        stdout::print(&table.to_text()).context(STDOUT)?;
     }
     eprintln!("vmtrace: recording written to {}", done.path.display());
     Ok(done.exit_code)
@@ -182,9 +186,9 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
     let as_json = args.json;
     let path = job::attach_job(&opts, args.output.as_deref(), |report| {
         if as_json {
-            println!("{}", json::to_json(&json::AttachDocument { report })?);
+            stdout::println(&json::to_json(&json::AttachDocument { report })?).context(STDOUT)?;
         } else {
-            print!("{}", crate::view::report::to_text(report));
+            stdout::print(&crate::view::report::to_text(report)).context(STDOUT)?;
         }
         Ok(())
     })?;
@@ -227,9 +231,9 @@ fn probes_command(as_json: bool) -> Result<i32> {
             kernel: &kernel,
             probes: &listed,
         };
-        println!("{}", json::to_json(&doc)?);
+        stdout::println(&json::to_json(&doc)?).context(STDOUT)?;
     } else {
-        print!("{}", crate::view::report::probes_text(&kernel, &listed));
+        stdout::print(&crate::view::report::probes_text(&kernel, &listed)).context(STDOUT)?;
     }
     Ok(0)
 }

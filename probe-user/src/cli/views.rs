@@ -7,10 +7,12 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
+use super::dispatch::STDOUT;
 use crate::{
     analysis::{Comparison, GroupInput},
+    host::stdout,
     model::format::{printable, printable_lines},
     model::recording::Recording,
     session::preflight::check_writable,
@@ -33,20 +35,20 @@ pub(super) fn report_command(files: &[PathBuf], as_json: bool) -> Result<i32> {
         let doc = json::ReportDocument {
             recordings: recordings.iter().collect(),
         };
-        println!("{}", json::to_json(&doc)?);
+        stdout::println(&json::to_json(&doc)?).context(STDOUT)?;
         return Ok(0);
     }
     let colour = colour_on_stdout();
     for (i, (rec, file)) in recordings.iter().zip(files).enumerate() {
         if i > 0 {
-            println!();
+            stdout::println("").context(STDOUT)?;
         }
         let mut text = format!("recording: {}\n", file.display());
         text.push_str(&crate::view::export::text::render(rec));
         if colour {
             text = crate::view::report::colourize(&text);
         }
-        print!("{text}");
+        stdout::print(&text).context(STDOUT)?;
     }
     Ok(0)
 }
@@ -94,18 +96,14 @@ pub(super) fn compare_command(
         ))
     };
     match format {
-        "json" => println!(
-            "{}",
-            json::to_json(&json::CompareDocument {
-                columns: &columns,
-                not_compared: &skipped,
-            })?
-        ),
-        "auto" if colour_on_stdout() => {
-            print!("{}", crate::view::report::colourize(&text()));
-        }
-        _ => print!("{}", text()),
+        "json" => stdout::println(&json::to_json(&json::CompareDocument {
+            columns: &columns,
+            not_compared: &skipped,
+        })?),
+        "auto" if colour_on_stdout() => stdout::print(&crate::view::report::colourize(&text())),
+        _ => stdout::print(&text()),
     }
+    .context(STDOUT)?;
     let slower = |c: &crate::analysis::sweep::Column| {
         c.comparison.versus.iter().any(|v| {
             v.verdict == crate::analysis::Verdict::Slower

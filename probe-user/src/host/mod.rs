@@ -14,6 +14,7 @@ pub mod privilege;
 pub mod proc;
 pub mod recording_file;
 pub mod root_program;
+pub mod stdout;
 pub mod swapdev;
 pub mod swapfile;
 pub mod sysctl;

@@ -11,7 +11,7 @@ use std::{
     time::SystemTime,
 };
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::{
     host::lock::LiveLock,
@@ -59,8 +59,13 @@ pub struct Finished {
 }
 
 /// Runs every configuration `repeat` times; `each` is given each run's
-/// report (and the number of runs planned) as soon as it ends.
-pub fn run_job(opts: &JobOptions, each: impl FnMut(&RunReport, usize)) -> Result<Finished> {
+/// report (and the number of runs planned) as soon as it ends and the
+/// recording holding it is written: an error of `each` (standard output
+/// full) ends the job with the recording kept.
+pub fn run_job(
+    opts: &JobOptions,
+    each: impl FnMut(&RunReport, usize) -> Result<()>,
+) -> Result<Finished> {
     preflight::require_root()?;
     // Held for the whole job: what it leaves is not another vmtrace's to
     // clean up while it lives.
@@ -185,7 +190,7 @@ fn run_all(
     configs: &[(String, RunOptions)],
     repeat: u32,
     out: &mut Output,
-    mut each: impl FnMut(&RunReport, usize),
+    mut each: impl FnMut(&RunReport, usize) -> Result<()>,
 ) -> Result<i32> {
     let total = out.total;
     let mut exit_code = 0;
@@ -204,7 +209,6 @@ fn run_all(
                     return Err(e);
                 }
             };
-            each(&outcome.report, total);
             if outcome.exit_code != 0 {
                 exit_code = outcome.exit_code;
             }
@@ -218,6 +222,11 @@ fn run_all(
                 out.recording.mark_incomplete(&why);
             }
             out.recording.write(&out.path)?;
+            if let Some(run) = out.recording.runs.last() {
+                each(&run.report, total).with_context(|| {
+                    format!("recording written to {}, then", out.path.display())
+                })?;
+            }
             if interrupted {
                 return Ok(exit_code);
             }
@@ -270,7 +279,6 @@ pub fn attach_job(
     let invoker = crate::host::output::invoker().is_ok_and(|i| i.is_some());
     let keep = privilege::needed_after_attach(dir, invoker, walks_cgroups);
     let report = attach(opts, words, &keep)?;
-    show(&report)?;
     if report.exit.interrupted {
         recording.mark_incomplete("stopped by a signal");
     }
@@ -278,7 +286,13 @@ pub fn attach_job(
         label: String::new(),
         report,
     });
+    // Written before anything is printed: a full standard output must not
+    // cost the recording.
     recording.write(&path)?;
+    if let Some(run) = recording.runs.last() {
+        show(&run.report)
+            .with_context(|| format!("recording written to {}, then", path.display()))?;
+    }
     Ok(path)
 }
 

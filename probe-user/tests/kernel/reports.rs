@@ -124,3 +124,77 @@ fn recording_round_trips_to_report_and_exports() {
     }
     assert!(mail.contains(&ran.lines().take(3).collect::<Vec<_>>().join("\n")));
 }
+
+/// Standard output that fails costs nothing: `> /dev/full` is one error
+/// line, never a panic, and the recording is written; a reader that
+/// closes the pipe early (`| head -c 10`) on a report of more than 64 KiB
+/// ends the printing quietly, with the recording written too.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn failing_stdout_keeps_the_recording() {
+    use std::process::Stdio;
+    let _g = guard();
+    let dir = fresh_scratch("stdout-fails");
+    let full = dir.join("full.vmtrace.json");
+    let out = vmtrace(&["run", "--progress", "none", "--no-box", "-o"])
+        .arg(&full)
+        .args(["--", "sh", "-c", "echo hi"])
+        .stdout(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full"),
+        )
+        .output()
+        .expect("run vmtrace");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("standard output"), "{err}");
+    assert!(errors[0].contains("recording written to"), "{err}");
+    assert!(
+        recording(&full)["runs"]
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
+    );
+
+    // A closed pipe: the JSON report of three recordings is well over
+    // 64 KiB (the pipe's buffer), so vmtrace writes into a pipe nobody
+    // reads any more.
+    let piped = dir.join("piped.vmtrace.json");
+    let mut child = vmtrace(&["run", "--progress", "none", "--no-box", "--json", "-o"])
+        .arg(&piped)
+        .args(["--", "sh", "-c", "echo hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run vmtrace");
+    let mut head = [0u8; 10];
+    std::io::Read::read_exact(child.stdout.as_mut().expect("stdout"), &mut head)
+        .expect("the first bytes");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked") && !err.contains("error"), "{err}");
+    assert!(piped.is_file(), "no recording after a closed pipe");
+    let report = vmtrace(&["report", "--json"])
+        .args([&piped, &piped, &full])
+        .output()
+        .expect("report");
+    assert!(report.stdout.len() > 64 * 1024, "{}", report.stdout.len());
+    let mut child = vmtrace(&["report", "--json"])
+        .args([&piped, &piped, &full])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("report");
+    std::io::Read::read_exact(child.stdout.as_mut().expect("stdout"), &mut head)
+        .expect("the first bytes");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success() && err.is_empty(), "{err}");
+}

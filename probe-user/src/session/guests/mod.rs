@@ -401,7 +401,10 @@ fn kernels_table(merged: &[(String, Recording)], outcomes: &[Outcome], out: &Pat
         return;
     }
     let _ = crate::host::output::write_atomic(&out.join("table.txt"), text.as_bytes());
-    println!("{text}");
+    // Kept in table.txt whatever becomes of standard output.
+    if let Err(e) = crate::host::stdout::println(&text) {
+        eprintln!("vmtrace: writing the table to standard output: {e}");
+    }
 }
 
 /// The compare of the kernels (two at least), one per table column:
@@ -422,7 +425,9 @@ fn compare_kernels(merged: &[(String, Recording)], out: &Path) {
         Ok((cols, skipped)) => {
             let text = columns::render(&cols, &skipped, false);
             let _ = crate::host::output::write_atomic(&out.join("compare.txt"), text.as_bytes());
-            print!("{text}");
+            if let Err(e) = crate::host::stdout::print(&text) {
+                eprintln!("vmtrace: writing the compare to standard output: {e}");
+            }
         }
         Err(e) => eprintln!("vmtrace: no compare of the kernels: {e:#}"),
     }
