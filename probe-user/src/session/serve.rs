@@ -11,8 +11,10 @@
 //!
 //! Any local user can connect, so a connection costs little and cannot
 //! hold up others: it is accepted first and then given one of
-//! `MAX_CONNECTIONS` slots or closed at once (the accept loop never
-//! waits for a slot); its request headers must arrive within
+//! `MAX_CONNECTIONS` slots; when all are taken, the connection whose
+//! last request is the oldest is closed for it (the accept loop never
+//! waits for a slot, and pauses after a failed accept: out of
+//! descriptors, it would spin); its request headers must arrive within
 //! `HEADER_TIMEOUT` and it lives at most `CONNECTION_LIFETIME`. An
 //! exposition is rendered at most once per `RENDER_EVERY` per format and
 //! shared by the scrapes in between. A request whose Host header names
@@ -136,29 +138,132 @@ pub async fn start(opts: &ServeOptions) -> Result<mpsc::Receiver<Scrape>> {
     let (tx, rx) = mpsc::channel::<Scrape>(MAX_CONNECTIONS);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let hostname: Arc<str> = proc::hostname().unwrap_or_default().into();
+    let open = Open::default();
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // Out of descriptors (EMFILE) or memory: retrying at once
+                // would spin; the pause lets connections end.
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    continue;
+                }
             };
-            // Full: this one is closed, the accept loop goes on.
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
-                drop(stream);
-                continue;
+            let conn = Conn {
+                tx: tx.clone(),
+                hostname: hostname.clone(),
+                open: open.clone(),
             };
-            let (tx, hostname) = (tx.clone(), hostname.clone());
-            tokio::spawn(async move {
-                let service = service_fn(move |req| respond(req, tx.clone(), hostname.clone()));
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), service);
-                let _ = tokio::time::timeout(CONNECTION_LIFETIME, conn).await;
-                drop(permit);
-            });
+            match slots.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    tokio::spawn(conn.serve(stream, permit));
+                }
+                // Full: the connection idle longest is closed for this
+                // one (a flood of connections that each ask now and then
+                // cannot keep a scraper out), which waits for its slot
+                // without holding up the accept loop.
+                Err(_) => {
+                    open.close_most_idle();
+                    let slots = slots.clone();
+                    tokio::spawn(async move {
+                        if let Ok(Ok(permit)) =
+                            tokio::time::timeout(HEADER_TIMEOUT, slots.acquire_owned()).await
+                        {
+                            conn.serve(stream, permit).await;
+                        }
+                    });
+                }
+            }
         }
     });
     Ok(rx)
+}
+
+/// A pause after a failed accept (no descriptors left: RLIMIT_NOFILE).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// The open connections: when each last began or ended a request, and
+/// how to close it.
+#[derive(Clone, Default)]
+struct Open(Arc<std::sync::Mutex<OpenConns>>);
+
+#[derive(Default)]
+struct OpenConns {
+    next: u64,
+    conns: HashMap<u64, (Instant, Arc<tokio::sync::Notify>)>,
+}
+
+impl Open {
+    fn add(&self) -> (u64, Arc<tokio::sync::Notify>) {
+        let mut o = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        o.next += 1;
+        let (id, close) = (o.next, Arc::new(tokio::sync::Notify::new()));
+        o.conns.insert(id, (Instant::now(), close.clone()));
+        (id, close)
+    }
+
+    fn remove(&self, id: u64) {
+        let mut o = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        o.conns.remove(&id);
+    }
+
+    /// A request on `id` began or ended now.
+    fn active(&self, id: u64) {
+        let mut o = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = o.conns.get_mut(&id) {
+            c.0 = Instant::now();
+        }
+    }
+
+    /// Closes the connection whose last request is the oldest.
+    fn close_most_idle(&self) {
+        let mut o = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let idlest = o
+            .conns
+            .iter()
+            .min_by_key(|(_, (at, _))| *at)
+            .map(|(id, (_, close))| (*id, close.clone()));
+        if let Some((id, close)) = idlest {
+            o.conns.remove(&id);
+            close.notify_one();
+        }
+    }
+}
+
+/// What a connection's task needs.
+struct Conn {
+    tx: mpsc::Sender<Scrape>,
+    hostname: Arc<str>,
+    open: Open,
+}
+
+impl Conn {
+    /// Serves one connection until it ends, its lifetime is up, or it is
+    /// closed for a newcomer; its slot goes with it.
+    async fn serve(self, stream: tokio::net::TcpStream, permit: tokio::sync::OwnedSemaphorePermit) {
+        let (id, close) = self.open.add();
+        let (tx, hostname, open) = (self.tx, self.hostname, self.open.clone());
+        let service = service_fn(move |req| {
+            let (tx, hostname, open) = (tx.clone(), hostname.clone(), open.clone());
+            async move {
+                open.active(id);
+                let r = respond(req, tx, hostname).await;
+                open.active(id);
+                r
+            }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        tokio::select! {
+            _ = tokio::time::timeout(CONNECTION_LIFETIME, conn) => {}
+            () = close.notified() => {}
+        }
+        self.open.remove(id);
+        drop(permit);
+    }
 }
 
 async fn respond(

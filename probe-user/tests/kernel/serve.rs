@@ -446,3 +446,119 @@ time.sleep(60)
     }
     println!("20 scrapes in a row: {:?}", t.elapsed());
 }
+
+/// A flood from another local user cannot silence the exporter: 600
+/// keep-alive connections from uid 65534 (more than the 512 slots), each
+/// asking `GET /` once a second, while a scraper gets 10 of 10 scrapes
+/// (the connection idle longest is closed for a newcomer). Then the
+/// accept loop at RLIMIT_NOFILE (the same flood against an exporter
+/// allowed 300 descriptors) stays under 5% of a CPU: it pauses after a
+/// failed accept instead of spinning.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn a_connection_flood_from_another_user_starves_no_scrape() {
+    let _g = guard();
+    const FLOOD: &str = r#"
+import os, socket, sys, time
+port = int(sys.argv[1])
+os.setgid(65534); os.setuid(65534)
+held = []
+for i in range(600):
+    try:
+        s = socket.create_connection(("127.0.0.1", port))
+        held.append(s)
+    except OSError:
+        pass
+print("ready", flush=True)
+end = time.time() + 40
+while time.time() < end:
+    for i, s in enumerate(held):
+        try:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        except OSError:
+            try:
+                held[i] = socket.create_connection(("127.0.0.1", port))
+            except OSError:
+                pass
+    time.sleep(1)
+"#;
+    let flood = |port: u16| {
+        let mut hog = Command::new("python3")
+            .args(["-c", FLOOD, &port.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut ready = [0u8; 5];
+        hog.stdout
+            .as_mut()
+            .expect("piped")
+            .read_exact(&mut ready)
+            .expect("the flood's ready line");
+        Killed(hog)
+    };
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _serve = Killed(
+        vmtrace(&["attach", "--serve", &listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start vmtrace attach --serve"),
+    );
+    wait_for("vmtrace /metrics", Duration::from_secs(60), || {
+        get(port, "/metrics").is_some_and(|(s, _)| s == 200)
+    });
+    let _flood = flood(port);
+    let mut answered = 0;
+    for i in 0..10 {
+        std::thread::sleep(Duration::from_secs(1));
+        let t = Instant::now();
+        let ok =
+            get(port, "/metrics").is_some_and(|(s, body)| s == 200 && body.contains("vmtrace_"));
+        println!("scrape {i} in the flood: {ok} in {:?}", t.elapsed());
+        answered += usize::from(ok);
+    }
+    assert_eq!(answered, 10, "scrapes answered in the flood");
+
+    // At RLIMIT_NOFILE: the exporter's CPU time over 10 s of flood.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let limited = Killed(
+        Command::new("prlimit")
+            .arg("--nofile=300")
+            .arg("--")
+            .arg(crate::common::VMTRACE)
+            .args(["attach", "--serve", &listen])
+            .env_remove("SUDO_UID")
+            .env_remove("SUDO_GID")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prlimit vmtrace"),
+    );
+    wait_for(
+        "vmtrace /metrics under prlimit",
+        Duration::from_secs(60),
+        || get(port, "/metrics").is_some_and(|(s, _)| s == 200),
+    );
+    let pid = limited.0.id();
+    let _flood = flood(port);
+    let cpu = || -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<f64> = after
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // utime and stime: fields 14 and 15 of stat, 12 and 13 after ')'.
+        (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+    };
+    let (c0, t0) = (cpu(), Instant::now());
+    std::thread::sleep(Duration::from_secs(10));
+    let share = (cpu() - c0) / t0.elapsed().as_secs_f64();
+    println!(
+        "exporter at RLIMIT_NOFILE in the flood: {:.1}% of a CPU",
+        share * 100.0
+    );
+    assert!(share < 0.05, "{:.1}% of a CPU", share * 100.0);
+}
