@@ -4,7 +4,13 @@ fn main() {
     // Until `run`/`attach` have their handlers (or another subcommand
     // releases them): see session::interrupt::hold_signals.
     vmtrace::session::interrupt::hold_signals();
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // vmtrace's own warnings; dependencies only on errors (tiny_skia
+    // printed a dozen WARN lines for one SVG against the one-line
+    // promise). RUST_LOG overrides.
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("error,vmtrace=warn"),
+    )
+    .init();
     let argv = vmtrace::cli::hoist_bundled_options(std::env::args_os().collect());
     let cli = match vmtrace::cli::Cli::try_parse_from(argv) {
         Ok(cli) => cli,
