@@ -105,6 +105,7 @@ const TABLE: &[(Setting, &str, &[Measure])] = &[
             Measure::Refaults,
             Measure::AnonRefaults,
             Measure::FileRefaults,
+            Measure::RefaultActivations,
             Measure::ThrashingDelay,
             Measure::BoxPressureSome,
             Measure::BoxPressureFull,

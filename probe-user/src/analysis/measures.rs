@@ -166,6 +166,16 @@ measures! {
     AnonRefaults => ("anon refaults", Pages, Machine, |r| {
         causes(r)?.refault_anon.map(|v| v as f64)
     }),
+    // Refaulted folios that workingset_refault() found recently evicted
+    // and put straight back on the active list (mm/workingset.c,
+    // WORKINGSET_ACTIVATE_{ANON,FILE}; MGLRU counts its own way).
+    RefaultActivations => ("refault activations", Pages, Machine, |r| {
+        let c = causes(r)?;
+        match (c.activate_anon, c.activate_file) {
+            (None, None) => None,
+            (a, f) => Some((a.unwrap_or(0) + f.unwrap_or(0)) as f64),
+        }
+    }),
     SwapReadahead => ("swap readahead", Pages, Machine, |r| {
         causes(r)?.swap_ra.map(|v| v as f64)
     }),

@@ -601,14 +601,25 @@ fn cpu_contention(e: &Evidence) -> Option<Hint> {
 }
 
 fn refaults(e: &Evidence) -> Option<Hint> {
-    (e.real(Refaults) || e.real(ThrashingDelay)).then(|| Hint {
-        mechanism: Mechanism::Refaults,
-        seconds: 0.0,
-        text: format!(
+    (e.real(Refaults) || e.real(ThrashingDelay) || e.real(RefaultActivations)).then(|| {
+        let mut text = format!(
             "refaults (evicted pages needed again): {}, thrashing waits {}",
             e.pair(Refaults, fmt_count_short),
             e.pair(ThrashingDelay, fmt_secs)
-        ),
+        );
+        // Refault detection itself: how many refaulted folios were
+        // judged part of the workingset and activated.
+        if e.real(RefaultActivations) {
+            text.push_str(&format!(
+                ", activated on refault {}",
+                e.pair(RefaultActivations, fmt_count_short)
+            ));
+        }
+        Hint {
+            mechanism: Mechanism::Refaults,
+            seconds: 0.0,
+            text,
+        }
     })
 }
 
