@@ -160,9 +160,9 @@ fn failing_stdout_keeps_the_recording() {
             .is_some_and(|r| r.len() == 1)
     );
 
-    // A closed pipe: the JSON report of three recordings is well over
-    // 64 KiB (the pipe's buffer), so vmtrace writes into a pipe nobody
-    // reads any more.
+    // A closed pipe: the JSON report of six recordings is well over
+    // 64 KiB (the pipe's buffer; three are ~63 KB), so vmtrace writes
+    // into a pipe nobody reads any more.
     let piped = dir.join("piped.vmtrace.json");
     let mut child = vmtrace(&["run", "--progress", "none", "--no-box", "--json", "-o"])
         .arg(&piped)
@@ -181,12 +181,12 @@ fn failing_stdout_keeps_the_recording() {
     assert!(!err.contains("panicked") && !err.contains("error"), "{err}");
     assert!(piped.is_file(), "no recording after a closed pipe");
     let report = vmtrace(&["report", "--json"])
-        .args([&piped, &piped, &full])
+        .args([&piped, &full, &piped, &full, &piped, &full])
         .output()
         .expect("report");
     assert!(report.stdout.len() > 64 * 1024, "{}", report.stdout.len());
     let mut child = vmtrace(&["report", "--json"])
-        .args([&piped, &piped, &full])
+        .args([&piped, &full, &piped, &full, &piped, &full])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

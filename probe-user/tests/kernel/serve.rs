@@ -459,9 +459,11 @@ time.sleep(60)
 fn a_connection_flood_from_another_user_starves_no_scrape() {
     let _g = guard();
     const FLOOD: &str = r#"
-import os, socket, sys, time
+import encodings.idna, os, socket, sys, time
 port = int(sys.argv[1])
-os.setgid(65534); os.setuid(65534)
+# Modules are imported before the drop: the interpreter's own files may
+# be unreadable to uid 65534 (a Python under /root).
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
 held = []
 for i in range(600):
     try:
