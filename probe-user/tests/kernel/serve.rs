@@ -121,6 +121,24 @@ impl Drop for Killed {
     }
 }
 
+/// `vmtrace attach --serve` on a free loopback port, answering: the port
+/// and the exporter (killed when dropped).
+fn exporter() -> (u16, Killed) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let serve = Killed(
+        vmtrace(&["attach", "--serve", &listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start vmtrace attach --serve"),
+    );
+    wait_for("vmtrace /metrics", Duration::from_secs(60), || {
+        get(port, "/metrics").is_some_and(|(s, _)| s == 200)
+    });
+    (port, serve)
+}
+
 /// `promtool check metrics` (Prometheus's own linter, unpacked by
 /// `cargo xtask setup` beside prometheus) accepts a real scrape: names
 /// in base units, counters ending in `_total`, help on every family.
@@ -388,18 +406,7 @@ fn a_killed_exporter_leaves_nothing() {
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn idle_connections_and_foreign_hosts_hold_up_no_scrape() {
     let _g = guard();
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let _serve = Killed(
-        vmtrace(&["attach", "--serve", &listen])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start vmtrace attach --serve"),
-    );
-    wait_for("vmtrace /metrics", Duration::from_secs(60), || {
-        get(port, "/metrics").is_some_and(|(s, _)| s == 200)
-    });
+    let (port, _serve) = exporter();
     const HOLD: &str = r#"
 import socket, sys, time
 port = int(sys.argv[1])
@@ -498,18 +505,7 @@ while time.time() < end:
             .expect("the flood's ready line");
         Killed(hog)
     };
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let _serve = Killed(
-        vmtrace(&["attach", "--serve", &listen])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start vmtrace attach --serve"),
-    );
-    wait_for("vmtrace /metrics", Duration::from_secs(60), || {
-        get(port, "/metrics").is_some_and(|(s, _)| s == 200)
-    });
+    let (port, _serve) = exporter();
     let _flood = flood(port);
     let mut answered = 0;
     for i in 0..10 {
