@@ -124,11 +124,35 @@ pub fn generate(dir: &Path, spec: &TreeSpec) -> Result<()> {
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
+    /// A new directory `vmtrace-build-TAG-RANDOM-PID` (0700) in the
+    /// temporary directory, made as mkdtemp makes one: a name nobody
+    /// can predict, created only if nothing (no planted link) is there;
+    /// the PID last, for the sweep of a killed run's leftovers.
     pub fn new(tag: &str) -> Result<Scratch> {
-        let dir = std::env::temp_dir().join(format!("vmtrace-build-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(Scratch(dir))
+        use std::{io::Read, os::unix::fs::DirBuilderExt};
+        let base = std::env::temp_dir();
+        for _ in 0..16 {
+            let mut random = [0u8; 8];
+            fs::File::open("/dev/urandom")
+                .and_then(|mut f| f.read_exact(&mut random))
+                .context("reading /dev/urandom")?;
+            let dir = base.join(format!(
+                "vmtrace-build-{tag}-{:016x}-{}",
+                u64::from_le_bytes(random),
+                std::process::id()
+            ));
+            match fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(Scratch(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", dir.display()));
+                }
+            }
+        }
+        bail!(
+            "no fresh scratch directory in {} after 16 tries; set TMPDIR to a directory of yours",
+            base.display()
+        )
     }
 }
 
@@ -244,5 +268,40 @@ mod tests {
         assert!(st.success());
         let out = Command::new(a.0.join("prog")).output().expect("run prog");
         assert!(out.status.success());
+    }
+
+    /// Scratch names cannot be predicted: two are never the same, each
+    /// is 0700 and ends with this pid (the stale sweep reads it), and the
+    /// old predictable name, planted as a link, is left alone.
+    #[test]
+    fn scratch_directories_are_unpredictable_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let old = std::env::temp_dir().join(format!("vmtrace-build-plant-{}", std::process::id()));
+        let _ = fs::remove_file(&old);
+        std::os::unix::fs::symlink("/nonexistent-target", &old).expect("plant a link");
+        let a = Scratch::new("plant").expect("scratch");
+        let b = Scratch::new("plant").expect("scratch");
+        assert_ne!(a.0, b.0);
+        for s in [&a, &b] {
+            let name =
+                s.0.file_name()
+                    .expect("name")
+                    .to_string_lossy()
+                    .into_owned();
+            assert!(
+                name.ends_with(&format!("-{}", std::process::id())),
+                "{name}"
+            );
+            let meta = fs::symlink_metadata(&s.0).expect("meta");
+            assert!(meta.is_dir());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        }
+        assert!(
+            fs::symlink_metadata(&old)
+                .expect("link")
+                .file_type()
+                .is_symlink()
+        );
+        fs::remove_file(&old).expect("rm link");
     }
 }
