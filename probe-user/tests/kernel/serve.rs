@@ -139,6 +139,23 @@ fn exporter() -> (u16, Killed) {
     (port, serve)
 }
 
+/// `python3 -c SCRIPT PORT`, once it has printed its "ready" line
+/// (killed when dropped).
+fn python_ready(script: &str, port: u16) -> Killed {
+    let mut py = Command::new("python3")
+        .args(["-c", script, &port.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut ready = [0u8; 5];
+    py.stdout
+        .as_mut()
+        .expect("piped")
+        .read_exact(&mut ready)
+        .expect("the script's ready line");
+    Killed(py)
+}
+
 /// `promtool check metrics` (Prometheus's own linter, unpacked by
 /// `cargo xtask setup` beside prometheus) accepts a real scrape: names
 /// in base units, counters ending in `_total`, help on every family.
@@ -419,18 +436,7 @@ for i in range(200):
 print("ready", flush=True)
 time.sleep(60)
 "#;
-    let mut hog = Command::new("python3")
-        .args(["-c", HOLD, &port.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut ready = [0u8; 5];
-    hog.stdout
-        .as_mut()
-        .expect("piped")
-        .read_exact(&mut ready)
-        .expect("the holder's ready line");
-    let _hog = Killed(hog);
+    let _hog = python_ready(HOLD, port);
     for i in 0..3 {
         let t = Instant::now();
         let answer = get(port, "/metrics");
@@ -491,20 +497,7 @@ while time.time() < end:
                 pass
     time.sleep(1)
 "#;
-    let flood = |port: u16| {
-        let mut hog = Command::new("python3")
-            .args(["-c", FLOOD, &port.to_string()])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut ready = [0u8; 5];
-        hog.stdout
-            .as_mut()
-            .expect("piped")
-            .read_exact(&mut ready)
-            .expect("the flood's ready line");
-        Killed(hog)
-    };
+    let flood = |port: u16| python_ready(FLOOD, port);
     let (port, _serve) = exporter();
     let _flood = flood(port);
     let mut answered = 0;
