@@ -276,12 +276,7 @@ fn build(cache: &Path, tree: &Path, patch_files: &[PathBuf]) -> Result<Built> {
     let tree = kernel_tree(tree)?;
     make::require_tools()?;
     let cache = cache_root(cache)?;
-    let mut patches: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    for p in patch_files {
-        let bytes = std::fs::read(p)
-            .with_context(|| format!("--kernel ...:{}: cannot read the patch", p.display()))?;
-        patches.push((p.canonicalize().unwrap_or_else(|_| p.clone()), bytes));
-    }
+    let patches = read_patches(patch_files)?;
     let texts: Vec<(PathBuf, String)> = patches
         .iter()
         .map(|(p, b)| (p.clone(), String::from_utf8_lossy(b).into_owned()))
@@ -364,19 +359,38 @@ fn build(cache: &Path, tree: &Path, patch_files: &[PathBuf]) -> Result<Built> {
         toolchain,
         compiled: stage.compiled,
     };
+    publish(&record, &partial, &done)?;
+    Ok(built)
+}
+
+/// Each patch file's canonical path and bytes.
+fn read_patches(patch_files: &[PathBuf]) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut patches = Vec::new();
+    for p in patch_files {
+        let bytes = std::fs::read(p)
+            .with_context(|| format!("--kernel ...:{}: cannot read the patch", p.display()))?;
+        patches.push((p.canonicalize().unwrap_or_else(|_| p.clone()), bytes));
+    }
+    Ok(patches)
+}
+
+/// Writes the record into the partial directory and renames it to its
+/// key: a finished image appears whole or not at all.
+fn publish(record: &BuildRecord, partial: &Path, done: &Path) -> Result<()> {
     std::fs::write(
         partial.join("build.json"),
-        serde_json::to_vec_pretty(&record)?,
+        serde_json::to_vec_pretty(record)?,
     )?;
-    std::fs::rename(&partial, &done).with_context(|| format!("renaming {}", partial.display()))?;
+    std::fs::rename(partial, done).with_context(|| format!("renaming {}", partial.display()))?;
     eprintln!(
-        "vmtrace: {label}: built {} ({:.0} s, {} files compiled; log {})",
-        built.release,
-        seconds,
-        stage.compiled,
+        "vmtrace: {}: built {} ({:.0} s, {} files compiled; log {})",
+        record.built.label,
+        record.built.release,
+        record.built.seconds,
+        record.compiled,
         done.join("build.log").display()
     );
-    Ok(built)
+    Ok(())
 }
 
 /// The work area's scratch copy made to hold `tree` with `patches`
