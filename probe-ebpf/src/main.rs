@@ -19,6 +19,7 @@
 //! - `target`: following a process tree (attach by pid or name);
 //! - `sched`: where a target span's time went (on a CPU, runnable,
 //!   blocked) and the target's I/O-wait sleeps, at the scheduler;
+//! - `contention`: who held the CPU while a target task waited for it;
 //! - `task`: per-task span stamps (task-local storage);
 //! - `cgroup`: reclaim stalls per cgroup (`attach --serve`).
 //!
@@ -35,6 +36,7 @@
 #![feature(asm_experimental_arch)]
 
 mod cgroup;
+mod contention;
 mod entry;
 mod fault;
 mod kswapd;

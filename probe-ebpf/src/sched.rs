@@ -55,6 +55,7 @@ use aya_ebpf::{
 use vmtrace_common::{Counter, MAX_IO_WAITS, SplitFamily, SplitPart, SplitTotals, split_counter};
 
 use crate::{
+    contention,
     shared::{count, count_all, field, in_target, now_ns},
     task::TASK_SPANS,
 };
@@ -82,7 +83,9 @@ pub struct Split {
     pub switched: u32,
     pub pending: u32,
     pub pending_family: u32,
-    pub _pad: u32,
+    /// The CPU + 1 the task waits on as a target waiter (`contention`),
+    /// 0 when it does not.
+    pub wait_cpu: u32,
     /// Per family, `SplitFamily::index`.
     pub totals: [SplitTotals; SplitFamily::COUNT as usize],
 }
@@ -309,7 +312,9 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     let asleep = preempt & 0xff == 0 && prev_state & 0xffff_ffff != 0;
     let iowait = asleep && in_iowait(prev as *const u8);
     let mut now = 0;
-    if let Some(spans) = TASK_SPANS.of(prev, 0) {
+    let mut prev_cell = TASK_SPANS.of(prev, 0);
+    let mut next_cell = TASK_SPANS.of(next, 0);
+    if let Some(spans) = prev_cell.as_deref_mut() {
         read_run_delay(&mut spans.split, prev as *const u8);
         if spans.split.mark_ns != 0 {
             now = now_ns();
@@ -330,7 +335,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
             count(Counter::IoWaitDropped, 1);
         }
     }
-    if let Some(spans) = TASK_SPANS.of(next, 0)
+    if let Some(spans) = next_cell.as_deref_mut()
         && spans.split.mark_ns != 0
     {
         if now == 0 {
@@ -341,6 +346,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
         }
         advance(&mut spans.split, ON_CPU, now);
     }
+    contention::on_switch(prev as *const u8, prev_cell, next_cell, !asleep, now);
     0
 }
 
@@ -349,12 +355,13 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
     // (struct task_struct *p)
     let p: *mut c_void = ctx.arg(0);
     let mut now = 0;
-    if let Some(spans) = TASK_SPANS.of(p, 0)
-        && spans.split.mark_ns != 0
-        && (spans.split.state == BLOCKED || spans.split.state == IOWAIT)
-    {
-        now = now_ns();
-        advance(&mut spans.split, RUNNABLE, now);
+    if let Some(spans) = TASK_SPANS.of(p, 0) {
+        if spans.split.mark_ns != 0 && (spans.split.state == BLOCKED || spans.split.state == IOWAIT)
+        {
+            now = now_ns();
+            advance(&mut spans.split, RUNNABLE, now);
+        }
+        now = contention::on_wakeup(p as *const u8, spans, now);
     }
     // in_iowait is still set at the wake-up (io_schedule_finish clears
     // it once the task runs again): only then can it be in IO_WAITS.

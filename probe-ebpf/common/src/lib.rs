@@ -207,7 +207,80 @@ signal_ids! {
         /// Target reclaims not added to `RECLAIM_ENTRIES` (the table was
         /// full): their stall time is missing from the entry paths.
         EntriesFull => ("entries_full", "reclaim entries lost to a full table"),
+        /// The target's tasks runnable on a CPU another task held, by
+        /// who held it (probe-ebpf `contention`; [`Holder`] order): the
+        /// job's own threads, kswapd, kcompactd, other kernel threads,
+        /// other tasks, and nobody (the CPU idle: wake-up latency), ns
+        /// summed over the waiting tasks. Their sum is the target's
+        /// run_delay over the same waits.
+        RunnableBehindJobNs => ("runnable_behind_job_ns", "target runnable behind its own threads (ns)"),
+        RunnableBehindKswapdNs => ("runnable_behind_kswapd_ns", "target runnable behind kswapd (ns)"),
+        RunnableBehindKcompactdNs => ("runnable_behind_kcompactd_ns", "target runnable behind kcompactd (ns)"),
+        RunnableBehindKthreadsNs => ("runnable_behind_kthreads_ns", "target runnable behind other kernel threads (ns)"),
+        RunnableBehindOthersNs => ("runnable_behind_others_ns", "target runnable behind other tasks (ns)"),
+        RunnableBehindIdleNs => ("runnable_behind_idle_ns", "target runnable while its CPU was idle (ns)"),
+        /// Target waits for a CPU begun (a wake-up or a preemption).
+        RunnableWaits => ("runnable_waits", "target waits for a CPU timed"),
+        /// Waits cut short: the task was moved to another CPU while
+        /// queued (its wait there is not timed), or its CPU was beyond
+        /// [`MAX_CPUS`].
+        RunnableWaitsCut => ("runnable_waits_cut", "target waits for a CPU cut short (migrated)"),
     }
+}
+
+/// Who held a CPU while a target task waited for it (the order of the
+/// `RunnableBehind*` counters).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    Job = 0,
+    Kswapd = 1,
+    Kcompactd = 2,
+    Kthreads = 3,
+    Others = 4,
+    Idle = 5,
+}
+
+impl Holder {
+    pub const COUNT: u32 = 6;
+    pub const ALL: [Holder; 6] = [
+        Holder::Job,
+        Holder::Kswapd,
+        Holder::Kcompactd,
+        Holder::Kthreads,
+        Holder::Others,
+        Holder::Idle,
+    ];
+
+    /// The counter its time goes to.
+    #[inline(always)]
+    pub const fn counter(self) -> Counter {
+        match self {
+            Holder::Job => Counter::RunnableBehindJobNs,
+            Holder::Kswapd => Counter::RunnableBehindKswapdNs,
+            Holder::Kcompactd => Counter::RunnableBehindKcompactdNs,
+            Holder::Kthreads => Counter::RunnableBehindKthreadsNs,
+            Holder::Others => Counter::RunnableBehindOthersNs,
+            Holder::Idle => Counter::RunnableBehindIdleNs,
+        }
+    }
+}
+
+/// CPUs the per-CPU wait table has room for (`CPU_WAITS`).
+pub const MAX_CPUS: u32 = 1024;
+
+/// One CPU's waiting target tasks (`CPU_WAITS`, indexed by CPU): how
+/// many are queued on it now, since when that number holds, and the
+/// task-ns the current holder of the CPU has kept them waiting so far
+/// (booked to its [`Holder`] when it is switched out). Changed only
+/// under that CPU's run-queue lock.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CpuWaiters {
+    pub since_ns: u64,
+    pub pending_ns: u64,
+    pub waiters: u32,
+    pub _pad: u32,
 }
 
 /// A span family whose wall time `sched` splits.
@@ -918,6 +991,11 @@ pub struct Fields {
     pub task_in_iowait: Field,
     /// `task_struct.flags` (PF_*).
     pub task_flags: Field,
+    /// `thread_info.cpu` (the CPU a task is queued or runs on; with
+    /// THREAD_INFO_IN_TASK, `thread_info` is `task_struct`'s first
+    /// member) and `task_struct.on_cpu`.
+    pub task_cpu: Field,
+    pub task_on_cpu: Field,
     /// `task_struct.cgroups`, `css_set.dfl_cgrp`, `cgroup.self` and
     /// `cgroup_subsys_state.serial_nr`: the serial number of the task's
     /// cgroup (unique, never reused), which keys a reclaim begin's

@@ -1,35 +1,45 @@
 //! Where the time went: each run's time budget (the target's CPU time
 //! in CPU-seconds, split by what the eBPF probes measured on the CPU;
-//! its waits in task-seconds; the CPU time of every other task of the
-//! machine), the rates at which those seconds turn into elapsed seconds,
-//! and the attribution of a group's elapsed-time difference to the
-//! budget's components, bounded so that no part ever exceeds the
-//! difference it explains.
+//! its waits in task-seconds, runnable behind other tasks among them; the CPU time
+//! of every other task of the machine, shown for context), the rates at
+//! which those seconds turn into elapsed seconds, and the attribution of
+//! a group's elapsed-time difference to the budget's components, bounded
+//! so that no part ever exceeds the difference it explains.
 //!
-//! The budget holds for any job on any machine because each kind of
-//! second converts at the rate that bounds what it can cost:
+//! The rule: a component claims elapsed time only through a quantity
+//! measured on the job's own tasks. Each kind of second converts at the
+//! rate that bounds what it can cost the job:
 //!
-//! - a CPU-second (the target's, kswapd's, other tasks', steal) costs
-//!   `w = elapsed / machine busy CPU-seconds`, at most 1: with B busy
-//!   CPUs on average, one more CPU-second of work delays the machine's
-//!   work by about 1/B seconds, whatever number of tasks wait for them
-//!   (a -j 8 job on 2 CPUs: 1/2, not 1/8);
+//! - a CPU-second of the target costs `w = elapsed / the target's
+//!   CPU-seconds`, at most 1: the job's own parallelism (a -j 8 job that
+//!   kept 2 CPUs busy: 1/2), never the machine's load, which would let
+//!   an unrelated busy CPU discount the job's work;
 //! - a task-second of waiting (I/O waits, reclaim's and compaction's
-//!   sleeps) uses no CPU, so the machine's load says nothing of it; it
-//!   costs `w_io = elapsed / (target CPU-seconds + target wait
-//!   task-seconds)`, at most 1: the job's own concurrency, the tasks of
-//!   the job doing something at once, one of which is held up.
+//!   sleeps, and time runnable behind a task outside the job: measured
+//!   per holder at the scheduler, probe-ebpf `contention`) costs `w_io =
+//!   elapsed / (target CPU-seconds + wait task-seconds)`, at most 1: for
+//!   one thread that is 1 (elapsed is its CPU time, its runnable time
+//!   and its sleeps), for several the job's concurrency.
 //!
-//! Waiting for a CPU (run_delay) is not a component: it is a symptom
-//! (about (N - n) x elapsed for N runnable tasks on n CPUs) that shrinks
-//! whenever elapsed does, and counting it would count the CPU time that
-//! caused it twice. It is reported beside the budget.
+//! Runnable behind the job's own threads is no component: it is the
+//! job's CPU time queueing for too few CPUs (a -j 15 build on 2), which
+//! the CPU components hold already. Runnable on an idle CPU (wake-up
+//! latency) is in the report, and claims nothing. Other tasks'
+//! CPU time (kswapd's, the rest, interrupts) is shown, and claims
+//! nothing: it grows with elapsed whatever slowed the job, and what it
+//! cost the job is the job's time runnable behind it, which is a
+//! component. Steal, the host's, is the one machine-wide part left: a
+//! change of the host's rate taxes every CPU-second of the job (see
+//! `attribute`).
 //!
 //! Older recordings lack the measured sources; each component then
 //! falls back, marked (`AttributionRow::fallback`): reclaim and
 //! compaction to their wall time capped at system time, block I/O to
-//! delay accounting's blkio, and without the machine's CPU time every
-//! second converts at `w_io` and the machine's components are left out.
+//! delay accounting's blkio; without the waits per holder the
+//! machine's other CPU time claims its seconds at `1 / the machine's busy
+//! CPUs` (the model before the waits were measured per holder), and without the
+//! machine's CPU time every second converts at `w_io` and the machine's
+//! components are left out.
 //! docs/COMPARE.md has the model and its limits.
 
 use serde::Serialize;
@@ -44,11 +54,11 @@ use crate::model::schema::names_schema;
 /// The target's components are disjoint for one task at one moment: it
 /// is on a CPU (user, or system split into reclaim's and compaction's
 /// on-CPU time and the rest), asleep in reclaim or compaction, in an
-/// I/O wait elsewhere, runnable (the symptom, not here) or asleep
-/// otherwise (not measured: vmtrace does not record the tasks'
-/// lifetimes, so it stays in "unexplained"). The machine's components
-/// are the CPU time of every other task: kswapd, the rest, and a
-/// guest's steal. Left out on purpose, as they overlap the above: the
+/// I/O wait elsewhere, runnable (behind a task outside the job, inside
+/// a reclaim stall or not; behind its own threads it is CPU time queued) or asleep otherwise (not measured: vmtrace does
+/// not record the tasks' lifetimes, so it stays in "unexplained"). The
+/// machine's components are the CPU time of every other task: kswapd,
+/// the rest, and a guest's steal. Left out on purpose, as they overlap the above: the
 /// swap-in delay, the thrashing delay and the reclaim delay of delay
 /// accounting (CPU and waits mixed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +70,8 @@ pub enum Component {
     ReclaimWaits,
     CompactionWaits,
     BlockIoWaits,
+    CpuWaits,
+    KswapdWaits,
     KswapdCpu,
     OtherTasksCpu,
     Interrupts,
@@ -79,7 +91,7 @@ pub enum Kind {
 }
 
 /// The number of components.
-const N: usize = 11;
+const N: usize = 13;
 
 impl Component {
     /// Every component, in the order shown (the budget's order).
@@ -91,6 +103,8 @@ impl Component {
         Component::ReclaimWaits,
         Component::CompactionWaits,
         Component::BlockIoWaits,
+        Component::CpuWaits,
+        Component::KswapdWaits,
         Component::KswapdCpu,
         Component::OtherTasksCpu,
         Component::Interrupts,
@@ -107,6 +121,8 @@ impl Component {
             Component::ReclaimWaits => "reclaim waits",
             Component::CompactionWaits => "compaction waits",
             Component::BlockIoWaits => "block I/O waits",
+            Component::CpuWaits => "runnable behind others",
+            Component::KswapdWaits => "runnable behind kswapd",
             Component::KswapdCpu => "kswapd CPU",
             Component::OtherTasksCpu => "other tasks' CPU",
             Component::Interrupts => "interrupts (irq, softirq)",
@@ -120,9 +136,11 @@ impl Component {
             | Component::ReclaimCpu
             | Component::CompactionCpu
             | Component::OtherSystemCpu => Kind::TargetCpu,
-            Component::ReclaimWaits | Component::CompactionWaits | Component::BlockIoWaits => {
-                Kind::Wait
-            }
+            Component::ReclaimWaits
+            | Component::CompactionWaits
+            | Component::BlockIoWaits
+            | Component::CpuWaits
+            | Component::KswapdWaits => Kind::Wait,
             Component::KswapdCpu
             | Component::OtherTasksCpu
             | Component::Interrupts
@@ -155,6 +173,10 @@ impl Component {
                 "delay accounting's blkio, not I/O waits timed at the \
                  scheduler (the recording predates them)",
             ),
+            Component::KswapdCpu | Component::OtherTasksCpu | Component::Interrupts => Some(
+                "claims elapsed time by the machine's busy CPUs, not by the \
+                 job's waits behind it (a run predates their measure)",
+            ),
             _ => None,
         }
     }
@@ -163,7 +185,10 @@ impl Component {
     /// guard marks one (its meaning differs between the groups), the
     /// component is not comparable either and explains nothing.
     pub fn sources(self, basis: Basis) -> &'static [Measure] {
-        use Measure::{BlockIoDelay, Compaction, IoWaitTime, ReclaimOnCpu, ReclaimStallTime};
+        use Measure::{
+            BlockIoDelay, Compaction, IoWaitTime, ReclaimOnCpu, ReclaimStallTime,
+            RunnableBehindKswapd, RunnableBehindOthers,
+        };
         match self {
             Component::ReclaimCpu if basis.reclaim_split => &[ReclaimOnCpu],
             Component::ReclaimCpu => &[ReclaimStallTime],
@@ -178,6 +203,8 @@ impl Component {
             },
             Component::BlockIoWaits if basis.io_waits => &[IoWaitTime],
             Component::BlockIoWaits => &[BlockIoDelay],
+            Component::CpuWaits => &[RunnableBehindOthers],
+            Component::KswapdWaits => &[RunnableBehindKswapd],
             _ => &[],
         }
     }
@@ -204,6 +231,11 @@ pub struct Basis {
     pub io_waits: bool,
     /// The machine's CPU time (/proc/stat).
     pub machine_cpu: bool,
+    /// The target's waits for a CPU by who held it (probe-ebpf
+    /// contention): the waits behind tasks outside the job are
+    /// components, and the machine's other CPU time only context.
+    #[serde(default)]
+    pub cpu_waits: bool,
 }
 
 impl Basis {
@@ -214,6 +246,7 @@ impl Basis {
             compaction_split: all(|r| r.compaction.as_ref().is_none_or(|c| c.split.is_some())),
             io_waits: all(|r| r.io_waits.is_some()),
             machine_cpu: all(|r| r.machine_cpu.is_some()),
+            cpu_waits: all(|r| r.runnable.is_some()),
         }
     }
 
@@ -224,9 +257,17 @@ impl Basis {
         match c {
             Component::ReclaimWaits => self.reclaim_split,
             Component::CompactionWaits => self.compaction_split,
+            Component::CpuWaits | Component::KswapdWaits => self.cpu_waits,
             _ if c.kind() == Kind::MachineCpu => self.machine_cpu,
             _ => true,
         }
+    }
+
+    /// Whether the component's seconds claim elapsed time: the machine's
+    /// other CPU time only where the job's waits for a CPU are not
+    /// measured (steal, the host's rate, always: see `attribute`).
+    pub fn claims(self, c: Component) -> bool {
+        c.kind() != Kind::MachineCpu || c == Component::Steal || !self.cpu_waits
     }
 
     /// Whether the component is computed from its older source.
@@ -235,6 +276,9 @@ impl Basis {
             Component::ReclaimCpu => !self.reclaim_split,
             Component::CompactionCpu => !self.compaction_split,
             Component::BlockIoWaits => !self.io_waits,
+            Component::KswapdCpu | Component::OtherTasksCpu | Component::Interrupts => {
+                !self.cpu_waits
+            }
             _ => false,
         }
     }
@@ -344,6 +388,14 @@ pub(super) fn budget(r: &RunReport, basis: Basis) -> [f64; N] {
         blocked(&rsplit),
         blocked(&csplit),
         block_io,
+        r.runnable
+            .as_ref()
+            .filter(|_| basis.cpu_waits)
+            .map_or(0.0, |x| secs(x.outside_ns() - x.behind_kswapd_ns)),
+        r.runnable
+            .as_ref()
+            .filter(|_| basis.cpu_waits)
+            .map_or(0.0, |x| secs(x.behind_kswapd_ns)),
         kswapd,
         others,
         interrupts,
@@ -490,9 +542,24 @@ impl GroupBudget {
         elapsed_per_second(self.target(), self.elapsed)
     }
 
-    /// Elapsed seconds per CPU-second: 1 / the machine's busy CPUs, or
+    /// The target's CPU-seconds.
+    fn target_cpu(&self) -> f64 {
+        Component::ALL
+            .iter()
+            .zip(&self.budget)
+            .filter(|(c, _)| c.kind() == Kind::TargetCpu)
+            .map(|(_, s)| s)
+            .sum()
+    }
+
+    /// Elapsed seconds per CPU-second: 1 / the job's own parallelism
+    /// (its CPU-seconds per elapsed second) where its waits for a CPU
+    /// are measured; in the older model 1 / the machine's busy CPUs, or
     /// without them 1 / the job's concurrency.
-    fn w_cpu(&self) -> f64 {
+    fn w_cpu(&self, basis: Basis) -> f64 {
+        if basis.cpu_waits {
+            return elapsed_per_second(self.target_cpu(), self.elapsed);
+        }
         self.busy
             .map_or_else(|| self.w_io(), |b| elapsed_per_second(b, self.elapsed))
     }
@@ -556,7 +623,7 @@ pub(super) fn attribute(
         let (a, b) = (&groups[0], &groups[g]);
         // The midpoint of the two groups' rates: the split then does
         // not depend on which group is the baseline.
-        let w_cpu = (a.w_cpu() + b.w_cpu()) / 2.0;
+        let w_cpu = (a.w_cpu(basis) + b.w_cpu(basis)) / 2.0;
         let w_io = (a.w_io() + b.w_io()) / 2.0;
         // Steal is a tax on every CPU-second at the host's rate, not
         // work: with r = steal / (busy - steal) and x = busy - steal,
@@ -570,6 +637,7 @@ pub(super) fn attribute(
             .iter()
             .map(|r| match r.guard {
                 Some(_) => 0.0,
+                None if !basis.claims(r.component) => 0.0,
                 None if r.component.kind() == Kind::Wait => r.diffs[g - 1] * w_io,
                 None if r.component == Component::Steal => steal_own * w_cpu,
                 None => r.diffs[g - 1] * w_cpu * (1.0 + rate),
@@ -591,6 +659,8 @@ pub(super) fn attribute(
             scale: s.scale,
             busy_cpus: [a, b].map(|x| x.busy.and_then(|busy| per_elapsed(busy, x.elapsed))),
             concurrency: [a, b].map(|x| per_elapsed(x.target(), x.elapsed)),
+            parallelism: [a, b]
+                .map(|x| per_elapsed(x.target_cpu(), x.elapsed).filter(|_| basis.cpu_waits)),
             seconds_per_cpu_second: w_cpu,
             seconds_per_wait_second: w_io,
             waiting_for_cpu: [a.cpu_wait, b.cpu_wait],

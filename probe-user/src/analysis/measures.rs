@@ -269,6 +269,18 @@ measures! {
     CpuWait => ("waiting for a CPU", Seconds, Target, |r| {
         delays(r).map(|d| d.cpu_ns as f64 / 1e9)
     }),
+    // Who held the CPU while the target waited (probe-ebpf contention).
+    RunnableBehindOthers => ("runnable behind others", Seconds, Target, |r| {
+        r.runnable
+            .as_ref()
+            .map(|x| (x.outside_ns() - x.behind_kswapd_ns) as f64 / 1e9)
+    }),
+    RunnableBehindKswapd => ("runnable behind kswapd", Seconds, Target, |r| {
+        r.runnable.as_ref().map(|x| x.behind_kswapd_ns as f64 / 1e9)
+    }),
+    RunnableBehindJob => ("runnable behind itself", Seconds, Target, |r| {
+        r.runnable.as_ref().map(|x| x.behind_job_ns as f64 / 1e9)
+    }),
 }
 
 #[cfg(test)]

@@ -146,6 +146,25 @@ impl Evidence<'_> {
 
     /// A measure's change of means, this group less the baseline (None:
     /// guarded, or a group lacks it).
+    /// Reclaim's part of the difference: its on-CPU time and sleeps.
+    fn reclaim_seconds(&self) -> f64 {
+        self.comp(Component::ReclaimCpu) + self.comp(Component::ReclaimWaits)
+    }
+
+    /// The share of reclaim's change that refaults account for: every
+    /// page refaulted was reclaimed once before, so `d refaults / d pages
+    /// reclaimed` (in [0, 1]) of the extra reclaim was spent evicting
+    /// pages that were needed again. 0 unless both moved, the same way.
+    fn refault_share(&self) -> f64 {
+        if !(self.real(Refaults) && self.real(PagesReclaimed)) {
+            return 0.0;
+        }
+        match (self.delta(Refaults), self.delta(PagesReclaimed)) {
+            (Some(r), Some(p)) if r * p > 0.0 => (r / p).clamp(0.0, 1.0),
+            _ => 0.0,
+        }
+    }
+
     fn delta(&self, key: Measure) -> Option<f64> {
         if super::guards::guarded(self.metrics, key) {
             return None;
@@ -389,8 +408,8 @@ pub(super) fn hints(
         file_reads,
         swap_in,
         reclaim,
-        kswapd,
-        cpu_contention,
+        cpu::kswapd,
+        cpu::cpu_contention,
         refaults,
         swap_out,
         compaction,
@@ -546,60 +565,25 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
     if let Some(way) = e.way_that_moved_most() {
         text.push_str(&format!("; moved most: {way}"));
     }
+    let share = e.refault_share();
+    if share > 0.0 {
+        text.push_str(&format!(
+            "; {:.0}% of the change evicted pages needed again (refaults)",
+            100.0 * share
+        ));
+    }
     Some(Hint {
         mechanism: Mechanism::Reclaim,
-        seconds: e.comp(Component::ReclaimCpu) + e.comp(Component::ReclaimWaits),
+        seconds: (1.0 - share) * e.reclaim_seconds(),
         text,
     })
 }
 
-/// kswapd worked more (or less): its CPU time is taken from the
-/// machine's CPUs the job runs on.
-fn kswapd(e: &Evidence) -> Option<Hint> {
-    if !(e.real(KswapdCpu) || e.real(KswapdAwake)) {
-        return None;
-    }
-    Some(Hint {
-        mechanism: Mechanism::Kswapd,
-        seconds: e.comp(Component::KswapdCpu),
-        text: format!(
-            "kswapd: awake {}, CPU {}",
-            e.pair(KswapdAwake, fmt_secs),
-            e.pair(KswapdCpu, fmt_secs)
-        ),
-    })
-}
-
-/// Other tasks (or the host, as steal) took CPU time from the job. The
-/// run-queue waits are its symptom, named but claiming nothing: they
-/// are the job's CPU time waiting its turn, counted once already.
-fn cpu_contention(e: &Evidence) -> Option<Hint> {
-    if !(e.real(OtherTasksCpu) || e.real(Steal) || e.real(CpuWait)) {
-        return None;
-    }
-    let mut parts = Vec::new();
-    if e.metric(OtherTasksCpu).is_some() {
-        parts.push(format!(
-            "other tasks' CPU {}",
-            e.pair(OtherTasksCpu, fmt_secs)
-        ));
-    }
-    if e.real(Steal) {
-        parts.push(format!("steal {}", e.pair(Steal, fmt_secs)));
-    }
-    if e.metric(CpuWait).is_some() {
-        parts.push(format!(
-            "waiting for a CPU {} (the symptom)",
-            e.pair(CpuWait, fmt_secs)
-        ));
-    }
-    Some(Hint {
-        mechanism: Mechanism::CpuContention,
-        seconds: e.comp(Component::OtherTasksCpu) + e.comp(Component::Steal),
-        text: format!("CPU contention: {}", parts.join(", ")),
-    })
-}
-
+/// Pages evicted and needed again: named always when they moved; the
+/// cause, claiming reclaim's seconds in proportion, when the extra
+/// reclaim was mostly evicting them (`Evidence::refault_share`): a
+/// kernel that protects the workingset less (refault activations down)
+/// reclaims the same pages over and over.
 fn refaults(e: &Evidence) -> Option<Hint> {
     (e.real(Refaults) || e.real(ThrashingDelay) || e.real(RefaultActivations)).then(|| {
         let mut text = format!(
@@ -615,9 +599,18 @@ fn refaults(e: &Evidence) -> Option<Hint> {
                 e.pair(RefaultActivations, fmt_count_short)
             ));
         }
+        let share = e.refault_share();
+        if share > 0.0 {
+            text.push_str(&format!(
+                "; pages reclaimed {}: {:.0}% of the extra reclaim evicted \
+                 pages needed again",
+                e.pair(PagesReclaimed, fmt_count_short),
+                100.0 * share
+            ));
+        }
         Hint {
             mechanism: Mechanism::Refaults,
-            seconds: 0.0,
+            seconds: share * e.reclaim_seconds(),
             text,
         }
     })
@@ -678,6 +671,7 @@ fn system_cpu(e: &Evidence) -> Option<Hint> {
     })
 }
 
+mod cpu;
 mod zones;
 use zones::zone_shift;
 

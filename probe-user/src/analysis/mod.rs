@@ -233,16 +233,23 @@ pub struct ElapsedSplit {
     /// The job's concurrency: its CPU-seconds and wait task-seconds per
     /// elapsed second, baseline and this group.
     pub concurrency: [Option<f64>; 2],
-    /// Elapsed seconds a CPU-second stood for (1 / busy CPUs, at most 1,
-    /// the mean of the two groups'; without the machine's CPU time, the
-    /// same as a wait's).
+    /// The job's parallelism: its CPU-seconds per elapsed second,
+    /// baseline and this group, where its CPU-seconds convert at 1 /
+    /// this (the job's waits for a CPU are measured); None in the older
+    /// model, where they convert at 1 / the machine's busy CPUs.
+    #[serde(default)]
+    pub parallelism: [Option<f64>; 2],
+    /// Elapsed seconds a CPU-second of the job stood for (1 / its
+    /// parallelism, at most 1, the mean of the two groups'; in the older
+    /// model 1 / busy CPUs, and without the machine's CPU time the same
+    /// as a wait's).
     pub seconds_per_cpu_second: f64,
     /// Elapsed seconds a wait task-second stood for (1 / concurrency, at
     /// most 1, the mean of the two groups').
     pub seconds_per_wait_second: f64,
     /// Waiting for a CPU (delay accounting's run_delay), task-seconds
-    /// per run, baseline and this group: a symptom of the CPU time
-    /// above, not a part of the split (None without delay accounting).
+    /// per run, baseline and this group: a component of the budget (None
+    /// without delay accounting).
     pub waiting_for_cpu: [Option<f64>; 2],
 }
 
@@ -517,11 +524,14 @@ mod tests {
     }
 
     /// Recordings with every measured source: the budget prints the
-    /// machine's components and the run-queue waits as a symptom, no
-    /// fallback mark, within 72 columns.
+    /// machine's components as context and the waits behind other tasks
+    /// as a component, which CPU contention claims; no fallback mark,
+    /// within 72 columns.
     #[test]
-    fn a_measured_budget_prints_the_machine_and_the_symptom() {
-        use crate::model::report::{DelayReport, IoWaitReport, MachineCpu, StallSplit};
+    fn a_measured_budget_prints_the_machine_and_the_waits() {
+        use crate::model::report::{
+            DelayReport, IoWaitReport, MachineCpu, RunnableReport, StallSplit,
+        };
         let base = corpus();
         let job = |wall: f64, busy: f64, run_delay: f64| {
             let mut r = base.clone();
@@ -543,6 +553,12 @@ mod tests {
                 rep.delays = Some(DelayReport {
                     accounting_on: true,
                     cpu_ns: (run_delay * 1e9) as u64,
+                    ..Default::default()
+                });
+                rep.runnable = Some(RunnableReport {
+                    behind_others_ns: (run_delay * 0.9e9) as u64,
+                    behind_idle_ns: (run_delay * 0.1e9) as u64,
+                    waits: 100,
                     ..Default::default()
                 });
                 for m in rep.memcg_reclaim.iter_mut().chain(&mut rep.direct_reclaim) {
@@ -568,8 +584,8 @@ mod tests {
             "other tasks' CPU",
             "reclaim waits",
             "-- the machine's other CPU time (CPU-s) --",
-            "waiting for a CPU (run_delay, task-s per run): A 500ms, B 2.5s",
-            "busy CPUs",
+            "runnable behind others",
+            "parallelism (A",
         ] {
             assert!(text.contains(want), "{want:?} in\n{text}");
         }

@@ -184,6 +184,43 @@ pub struct IoWaitReport {
     pub total_ns: u64,
 }
 
+/// Who held the CPU while the target's tasks waited for one (probe-ebpf
+/// `contention`): task-ns summed over the timed waits, by holder.
+/// Their sum is the target's run_delay over those waits; waits cut by a
+/// migration are timed up to it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunnableReport {
+    /// Behind the job's own threads (its self-contention).
+    pub behind_job_ns: u64,
+    pub behind_kswapd_ns: u64,
+    pub behind_kcompactd_ns: u64,
+    /// Behind other kernel threads (workqueues, ksoftirqd, ...).
+    pub behind_kthreads_ns: u64,
+    /// Behind other tasks of the machine.
+    pub behind_others_ns: u64,
+    /// While the CPU idled (wake-up latency: no task held it).
+    pub behind_idle_ns: u64,
+    /// Waits timed, and of them cut short by a migration.
+    pub waits: u64,
+    pub cut: u64,
+}
+
+impl RunnableReport {
+    /// Task-ns behind tasks outside the job (kswapd, kcompactd, kernel
+    /// threads, other tasks): the contention from outside.
+    pub fn outside_ns(&self) -> u64 {
+        self.behind_kcompactd_ns
+            + self.behind_kthreads_ns
+            + self.behind_others_ns
+            + self.behind_kswapd_ns
+    }
+
+    /// Every timed wait, whoever held the CPU.
+    pub fn total_ns(&self) -> u64 {
+        self.outside_ns() + self.behind_job_ns + self.behind_idle_ns
+    }
+}
+
 /// The whole machine's CPU time over the run (/proc/stat `cpu` line,
 /// summed over CPUs, end minus start), in seconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -548,6 +585,10 @@ pub struct RunReport {
     /// traced, or recordings before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_waits: Option<IoWaitReport>,
+    /// Who held the CPU while the target waited for one (None: not
+    /// traced, or recordings before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable: Option<RunnableReport>,
     /// The machine's CPU time over the run (None: recordings before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_cpu: Option<MachineCpu>,

@@ -3,7 +3,7 @@
 //! that stalled most, slab shrinking, throttling, compaction and the
 //! folios reclaim wrote out.
 
-use vmtrace_common::{Counter, Hist, SplitFamily, SplitPart, split_counter};
+use vmtrace_common::{Counter, Hist, Holder, SplitFamily, SplitPart, split_counter};
 
 use crate::{
     kernel::collect::{KernelTotals, comm_to_string},
@@ -43,6 +43,21 @@ pub(super) fn io_waits(totals: &KernelTotals) -> IoWaitReport {
     IoWaitReport {
         waits: totals.counter(Counter::IoWaits),
         total_ns: totals.counter(Counter::IoWaitNs),
+    }
+}
+
+/// Who held the CPU while the target waited (probe-ebpf `contention`).
+pub(super) fn runnable(totals: &KernelTotals) -> RunnableReport {
+    let c = |h: Holder| totals.counter(h.counter());
+    RunnableReport {
+        behind_job_ns: c(Holder::Job),
+        behind_kswapd_ns: c(Holder::Kswapd),
+        behind_kcompactd_ns: c(Holder::Kcompactd),
+        behind_kthreads_ns: c(Holder::Kthreads),
+        behind_others_ns: c(Holder::Others),
+        behind_idle_ns: c(Holder::Idle),
+        waits: totals.counter(Counter::RunnableWaits),
+        cut: totals.counter(Counter::RunnableWaitsCut),
     }
 }
 

@@ -388,6 +388,9 @@ pub const CATALOGUE: &[Metric] = &[
                     member!(optional bit task_struct.in_iowait, task_in_iowait),
                     member!(optional task_struct.sched_info, 8, task_sched_info),
                     member!(optional sched_info.run_delay, 8, sched_info_run_delay),
+                    // Who held the CPU (probe-ebpf contention).
+                    member!(optional task_struct.flags, 4, task_flags),
+                    member!(optional task_struct.comm, 16, task_comm),
                 ],
             },
             Program {
@@ -395,6 +398,38 @@ pub const CATALOGUE: &[Metric] = &[
                 hook: Hook::BtfTracepoint {
                     system: "sched",
                     event: "sched_wakeup",
+                },
+                fields: &[],
+                members: &[
+                    // thread_info is task_struct's first member where
+                    // THREAD_INFO_IN_TASK (x86 since 4.9).
+                    member!(optional thread_info.cpu, 4, task_cpu),
+                    member!(optional task_struct.on_cpu, 4, task_on_cpu),
+                ],
+            },
+            Program {
+                name: "contention_migrate",
+                hook: Hook::BtfTracepoint {
+                    system: "sched",
+                    event: "sched_migrate_task",
+                },
+                fields: &[],
+                members: &[],
+            },
+            Program {
+                name: "contention_fork",
+                hook: Hook::BtfTracepoint {
+                    system: "sched",
+                    event: "sched_process_fork",
+                },
+                fields: &[],
+                members: &[],
+            },
+            Program {
+                name: "contention_exec",
+                hook: Hook::BtfTracepoint {
+                    system: "sched",
+                    event: "sched_process_exec",
                 },
                 fields: &[],
                 members: &[],

@@ -325,6 +325,10 @@ mod tests {
                 ("task_struct", "in_iowait") => Some(1220),
                 ("task_struct", "comm") => Some(1752),
                 ("task_struct", "flags") => Some(44),
+                // Who held the CPU (6.18.44; thread_info is task_struct's
+                // first member).
+                ("thread_info", "cpu") => Some(20),
+                ("task_struct", "on_cpu") => Some(52),
                 // The cached target verdict's key (6.18.44).
                 ("task_struct", "cgroups") => Some(2376),
                 ("css_set", "dfl_cgrp") => Some(112),

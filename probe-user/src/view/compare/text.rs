@@ -8,7 +8,11 @@ use std::fmt::Write as _;
 
 use crate::analysis::{
     AttributionRow, Change, Comparison, ElapsedSplit, Hint, MetricRow, Unit, Verdict, Versus,
-    attribution::Kind, entries::EntryRow, guards::Guard, measures::Scope, stats::Describe,
+    attribution::{Component, Kind},
+    entries::EntryRow,
+    guards::Guard,
+    measures::Scope,
+    stats::Describe,
 };
 use crate::model::report::entry_chain;
 
@@ -298,7 +302,9 @@ fn write_attribution(o: &mut String, rows: &[AttributionRow], g: usize, v: &Vers
             .filter_map(|r| r.component.fallback_note())
             .map(|n| format!("# {n}"))
             .collect();
-        notes.extend(symptom(s, &l));
+        if !rows.iter().any(|r| r.component == Component::CpuWaits) {
+            notes.extend(symptom(s, &l));
+        }
         notes.push(split_summary(s, &l, noise));
         for n in notes {
             for w in wrap(&n, 72) {
@@ -315,7 +321,16 @@ fn rates(s: &ElapsedSplit, l: &str) -> String {
         let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
         format!("A {}, {l} {}", f(x[0]), f(x[1]))
     };
-    if s.busy_cpus.iter().all(Option::is_some) {
+    if s.parallelism.iter().all(Option::is_some) {
+        format!(
+            "; a CPU-second of the job counts 1/its own parallelism ({}: \
+             CPU-s per elapsed s), a task-second of waiting 1/its \
+             concurrency ({}), at most 1 s each; other tasks' CPU claims \
+             nothing: what it cost the job is the time the job was runnable behind it",
+            f(s.parallelism),
+            f(s.concurrency)
+        )
+    } else if s.busy_cpus.iter().all(Option::is_some) {
         format!(
             "; a CPU-second counts 1/the machine's busy CPUs ({}), a \
              task-second of waiting 1/the job's concurrency ({}), at most \

@@ -56,6 +56,22 @@ pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
             w.waits
         )?;
     }
+    if let Some(r) = &report.runnable {
+        writeln!(
+            o,
+            "  (runnable behind: the job {}, kswapd {}, kcompactd {},",
+            fmt_ns(r.behind_job_ns),
+            fmt_ns(r.behind_kswapd_ns),
+            fmt_ns(r.behind_kcompactd_ns)
+        )?;
+        writeln!(
+            o,
+            "   kernel threads {}, other tasks {}, idle CPU {})",
+            fmt_ns(r.behind_kthreads_ns),
+            fmt_ns(r.behind_others_ns),
+            fmt_ns(r.behind_idle_ns)
+        )?;
+    }
     caveats(o, d)
 }
 
