@@ -20,6 +20,7 @@ mod cleanup;
 mod common;
 mod compare;
 mod concurrent;
+mod contention;
 mod counters;
 mod delays;
 mod dropped_privileges;

@@ -1,0 +1,137 @@
+//! Who the job waited for, measured at the scheduler (probe-ebpf
+//! `contention`), against the kernel's own run_delay (delay accounting,
+//! summed over the job's tasks at exit) and the job's rusage: a sorter
+//! pinned to one CPU beside a hog pinned there too (outside the job),
+//! and two sorters of one job pinned to one CPU (self-contention).
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{die_with_parent, guard, json_of, memhog, vmtrace};
+
+/// The bundled qsbench binary, beside memhog.
+fn qsbench() -> String {
+    let hog = memhog();
+    hog.with_file_name("qsbench").to_string_lossy().into_owned()
+}
+
+/// A busy loop pinned to CPU 0, killed when dropped.
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn start() -> Hog {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        die_with_parent(&mut c);
+        Hog(c.spawn().expect("start the hog"))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The report of `vmtrace run --no-box` of `job` pinned to CPU 0.
+fn pinned_run(job: &[&str]) -> Value {
+    let mut args = vec![
+        "run",
+        "--json",
+        "--progress",
+        "none",
+        "--no-box",
+        "--",
+        "taskset",
+        "-c",
+        "0",
+    ];
+    args.extend(job);
+    let out = vmtrace(&args).output().expect("run vmtrace");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json_of(&out);
+    assert_eq!(r["exit"]["code"], 0, "{r:#}");
+    r
+}
+
+fn secs(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn ns(v: &Value) -> f64 {
+    v.as_u64().map_or(f64::NAN, |n| n as f64 / 1e9)
+}
+
+/// The runnable time by holder, and their sum, in seconds.
+fn runnable(r: &Value) -> (Value, f64) {
+    let x = r["runnable"].clone();
+    assert!(x.is_object(), "no runnable section: {r:#}");
+    let sum = [
+        "behind_job_ns",
+        "behind_kswapd_ns",
+        "behind_kcompactd_ns",
+        "behind_kthreads_ns",
+        "behind_others_ns",
+        "behind_idle_ns",
+    ]
+    .iter()
+    .map(|k| ns(&x[k]))
+    .sum();
+    (x, sum)
+}
+
+/// One thread, a hog on its CPU: elapsed is its CPU time, its runnable
+/// time and its sleeps (within 2%); the runnable time per holder sums to
+/// at most run_delay, and the hog (another task) holds nearly all of it.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn a_single_thread_is_its_cpu_its_waits_and_its_sleeps() {
+    let _g = guard();
+    let sorter = qsbench();
+    let r = {
+        let _hog = Hog::start();
+        pinned_run(&[&sorter, "-m", "48"])
+    };
+    let u = &r["usage"];
+    let wall = secs(&u["wall_s"]);
+    let cpu = secs(&u["user_s"]) + secs(&u["sys_s"]);
+    let run_delay = ns(&r["delays"]["cpu_ns"]);
+    let io = ns(&r["io_waits"]["total_ns"]);
+    let parts = cpu + run_delay + io;
+    println!(
+        "elapsed {wall:.3}s = CPU {cpu:.3} + runnable {run_delay:.3} + I/O {io:.3} = {parts:.3}"
+    );
+    assert!(wall > 0.5, "too short to judge: {wall}s");
+    assert!((parts - wall).abs() <= 0.02 * wall, "{parts} vs {wall}: {r:#}");
+    let (x, sum) = runnable(&r);
+    println!("runnable by holder {sum:.3}s of run_delay {run_delay:.3}s: {x}");
+    // The counters and run_delay are each summed over the same waits in
+    // ns: at most the rounding of a few hundred waits apart.
+    assert!(sum <= run_delay + 1e-4, "{sum} > {run_delay}: {x}");
+    assert!(sum >= 0.9 * run_delay, "{sum} of {run_delay}: {x}");
+    let others = ns(&x["behind_others_ns"]);
+    assert!(others >= 0.8 * run_delay, "{others} of {run_delay}: {x}");
+    assert!(ns(&x["behind_job_ns"]) < 0.05 * run_delay, "{x}");
+}
+
+/// Two sorters of one job on one CPU: they wait behind each other, which
+/// is the job's own CPU time queueing, not contention from outside.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn two_sorters_on_one_cpu_wait_behind_the_job() {
+    let _g = guard();
+    let sorter = qsbench();
+    let r = pinned_run(&[&sorter, "-m", "24", "-p", "2"]);
+    let run_delay = ns(&r["delays"]["cpu_ns"]);
+    let (x, sum) = runnable(&r);
+    println!("runnable by holder {sum:.3}s of run_delay {run_delay:.3}s: {x}");
+    assert!(run_delay > 0.2, "no queueing to judge: {run_delay}s");
+    assert!(sum <= run_delay + 1e-4, "{sum} > {run_delay}: {x}");
+    let job = ns(&x["behind_job_ns"]);
+    assert!(job >= 0.8 * run_delay, "{job} of {run_delay}: {x}");
+    assert!(ns(&x["behind_others_ns"]) < 0.15 * run_delay, "{x}");
+}
