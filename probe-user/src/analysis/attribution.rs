@@ -1047,4 +1047,107 @@ mod tests {
         let note = Component::ReclaimCpu.fallback_note().unwrap_or("");
         assert!(note.starts_with("reclaim wall time, not measured on-CPU"));
     }
+
+    /// `r` with its runnable time measured per holder: `others` behind
+    /// tasks outside the job, `own` behind its own threads (seconds).
+    fn waits_measured(mut r: RunReport, others: f64, own: f64) -> RunReport {
+        use crate::model::report::RunnableReport;
+        r.runnable = Some(RunnableReport {
+            behind_others_ns: (others * 1e9) as u64,
+            behind_job_ns: (own * 1e9) as u64,
+            waits: 100,
+            ..Default::default()
+        });
+        if let Some(d) = r.delays.as_mut() {
+            d.cpu_ns = ((others + own) * 1e9) as u64;
+        }
+        r
+    }
+
+    /// One sorter's runs (40 s: 30 user, 8 system of which `reclaim` on
+    /// a CPU, 2 of I/O waits, `behind` runnable behind other tasks), on
+    /// a machine busy `others_busy` CPU-seconds a second besides it.
+    fn sorter(k: usize, extra: f64, reclaim: f64, behind: f64, others_busy: f64) -> RunReport {
+        let wall = 40.0 + extra + 0.05 * k as f64;
+        let sys = 8.0 + reclaim - 5.0;
+        let r = job(wall, 30.0, sys, 2.0, behind);
+        let mut r = on_machine(r, 30.0 + sys + others_busy * wall);
+        stalls(&mut r, reclaim, reclaim, 0.0);
+        waits_measured(r, behind, 0.0)
+    }
+
+    fn share(rows: &[AttributionRow], c: Component) -> f64 {
+        row(rows, c).shares[0].unwrap_or(0.0)
+    }
+
+    /// The first case: a CPU hog on the other CPU in both groups,
+    /// B reclaims 3 s more on a CPU. The hog's CPU grows with elapsed
+    /// (it runs as long as the job) and claims nothing: reclaim ~100%.
+    #[test]
+    fn a_hog_in_both_groups_claims_nothing() {
+        let a: Vec<RunReport> = (0..3).map(|k| sorter(k, 0.0, 5.0, 0.1, 1.0)).collect();
+        let b: Vec<RunReport> = (0..3).map(|k| sorter(k, 3.0, 8.0, 0.1, 1.0)).collect();
+        let (rows, splits) = compared(&a, &b);
+        assert!((splits[0].difference - 3.0).abs() < 1e-9);
+        assert!(share(&rows, Component::ReclaimCpu) > 0.95, "{rows:#?}");
+        let others = row(&rows, Component::OtherTasksCpu);
+        assert!(
+            others.diffs[0] > 2.9 && others.elapsed[0] == 0.0,
+            "{others:?}"
+        );
+        assert!(!others.fallback && splits[0].parallelism[0].is_some());
+    }
+
+    /// The second: the hog moves onto the job's CPU in B, which waits 5 s
+    /// more behind it: CPU contention (runnable behind others) ~100%.
+    #[test]
+    fn a_hog_moved_onto_the_jobs_cpu_is_contention() {
+        let a: Vec<RunReport> = (0..3).map(|k| sorter(k, 0.0, 5.0, 0.1, 1.0)).collect();
+        let b: Vec<RunReport> = (0..3).map(|k| sorter(k, 5.0, 5.0, 5.1, 1.0)).collect();
+        let (rows, splits) = compared(&a, &b);
+        assert!(share(&rows, Component::CpuWaits) > 0.95, "{rows:#?}");
+        assert!(splits[0].unexplained.abs() < 0.25, "{:?}", splits[0]);
+    }
+
+    /// The fourth: a 64-CPU runner with 39 unrelated busy CPUs in both
+    /// groups; B reclaims 3 s more. The job's CPU converts at its own
+    /// rate (1 thread: 1), not at 1/40: reclaim ~100%.
+    #[test]
+    fn a_busy_runner_does_not_discount_the_jobs_cpu() {
+        let a: Vec<RunReport> = (0..3).map(|k| sorter(k, 0.0, 5.0, 0.1, 39.0)).collect();
+        let b: Vec<RunReport> = (0..3).map(|k| sorter(k, 3.0, 8.0, 0.1, 39.0)).collect();
+        let (rows, splits) = compared(&a, &b);
+        assert!((splits[0].seconds_per_cpu_second - 1.0).abs() < 1e-9);
+        assert!(share(&rows, Component::ReclaimCpu) > 0.95, "{rows:#?}");
+        assert!(splits[0].unexplained.abs() < 0.2, "{:?}", splits[0]);
+    }
+
+    /// A -j 8 job on 2 CPUs with the waits measured: its threads queue
+    /// behind each other (runnable behind the job, 600 -> 570 task-s),
+    /// which is its CPU time waiting, no component; reclaim's 10 s less
+    /// on a CPU at 1/2 is the whole difference.
+    #[test]
+    fn self_contention_is_no_component() {
+        let group = |wall: f64, sys: f64, on_cpu: f64, queued: f64| -> Vec<RunReport> {
+            (0..3)
+                .map(|k| {
+                    let wall = wall + 0.05 * k as f64;
+                    let r = on_machine(job(wall, 150.0, sys, 6.0, 0.0), 2.0 * wall);
+                    let mut r = waits_measured(r, 0.5, queued);
+                    stalls(&mut r, on_cpu + 6.0, on_cpu, 2.0);
+                    r
+                })
+                .collect()
+        };
+        let a = group(100.0, 50.0, 20.0, 600.0);
+        let b = group(95.0, 40.0, 10.0, 570.0);
+        let (rows, splits) = compared(&a, &b);
+        assert!(
+            (splits[0].seconds_per_cpu_second - 0.5).abs() < 0.01,
+            "{:?}",
+            splits[0]
+        );
+        assert!(share(&rows, Component::ReclaimCpu) > 0.9, "{rows:#?}");
+        assert!(row(&rows, Component::CpuWaits).elapsed[0].abs() < 1e-9);
+    }
 }

@@ -248,10 +248,12 @@ impl Evidence<'_> {
     /// that their evidence supports, each in [0, 1], together 1 or 0:
     /// the waits are the faults' (a swap-in or a file read waits for
     /// its read on the folio lock, in an I/O wait), so they are shared
-    /// in proportion to the two kinds of major faults, swap-in faults
-    /// and file-read faults, averaged over the two groups (so that the
-    /// split does not depend on which is the baseline). Where the runs
-    /// do not split major faults by cause, all are swap-ins.
+    /// in proportion to what changed: the change of swap-in faults
+    /// against the change of file-read faults, each counted only when it
+    /// moved with the I/O waits' part (6000 more file reads beside the
+    /// same swap-ins: file reads, all of it). Where neither moved with
+    /// it, by the two kinds' levels averaged over the two groups. Where
+    /// the runs do not split major faults by cause, all are swap-ins.
     ///
     /// Not the swap device's read time: a throttled or congested
     /// device holds the reads before they are issued (blk-throttle,
@@ -262,13 +264,25 @@ impl Evidence<'_> {
         let Some(row) = self.row(Component::BlockIoWaits) else {
             return (0.0, 0.0);
         };
-        if row.elapsed[self.g - 1] == 0.0 {
+        let part = row.elapsed[self.g - 1];
+        if part == 0.0 {
             return (0.0, 0.0);
         }
         let split = [0, self.g]
             .iter()
             .any(|&g| self.mean(SwapInFaults, g).is_some());
         let swapins = if split { SwapInFaults } else { MajorFaults };
+        let moved = |key| {
+            self.delta(key)
+                .map_or(0.0, |d| (d * part.signum()).max(0.0))
+        };
+        let (swap, file) = (
+            moved(swapins),
+            if split { moved(FileReadFaults) } else { 0.0 },
+        );
+        if swap + file > 0.0 {
+            return (swap / (swap + file), file / (swap + file));
+        }
         let level = |key| {
             let v: Vec<f64> = [0, self.g]
                 .iter()

@@ -311,9 +311,8 @@ fn claims_stay_within_their_components_and_the_difference() {
 /// Swap-ins and file reads both grew, file reads nine times as much
 /// (file refaults dominate: evicted file pages read back): file
 /// reads get the larger share of the I/O waits, swap-in the rest,
-/// by the two kinds of faults averaged over the groups (file 5500,
-/// swap-in 1500), with the swap device timed or not; neither takes
-/// the whole bucket.
+/// by what changed (file +9000, swap-in +1000), with the swap device
+/// timed or not; neither takes the whole bucket.
 #[test]
 fn file_reads_get_the_larger_share_when_they_dominate() {
     for swap_io in [false, true] {
@@ -338,9 +337,9 @@ fn file_reads_get_the_larger_share_when_they_dominate() {
         let (file, swap) = (seconds(Mechanism::FileReads), seconds(Mechanism::SwapIn));
         assert!(io > 0.0 && file > 0.0 && swap > 0.0, "{hints:#?}");
         assert!(file > swap, "file reads {file} <= swap-in {swap}");
-        // 5500 to 1500 of the I/O waits.
+        // By what changed: 9000 more file reads, 1000 more swap-ins.
         assert!(
-            (file / io - 5500.0 / 7000.0).abs() < 0.02,
+            (file / io - 9000.0 / 10000.0).abs() < 0.02,
             "{file} of {io} (swap I/O {swap_io})"
         );
     }
@@ -503,5 +502,30 @@ fn a_way_in_is_named_where_it_parts_from_the_others() {
         Some(
             "memcg via ... < __filemap_add_folio < filemap_add_folio < page_cache_ra_unbounded < ... (+1.6s/run)"
         )
+    );
+}
+
+/// The third case: B adds 6000 file-read faults, swap-ins the
+/// same: the I/O waits' part is file reads', all of it.
+#[test]
+fn extra_file_reads_take_the_io_waits_when_swap_ins_hold_still() {
+    let a: Vec<RunReport> = (0..3)
+        .map(|i| measured_run(i, false, 1000, 1000, false))
+        .collect();
+    let b: Vec<RunReport> = (0..3)
+        .map(|i| measured_run(i, true, 1000, 7000, false))
+        .collect();
+    let (rows, _, hints) = hints_of(&a, &b);
+    let io = rows
+        .iter()
+        .find(|r| r.component == Component::BlockIoWaits)
+        .map_or(0.0, |r| r.elapsed[0]);
+    let file = hints
+        .iter()
+        .find(|h| h.mechanism == Mechanism::FileReads)
+        .map_or(0.0, |h| h.seconds);
+    assert!(
+        io > 0.0 && (file - io).abs() < 1e-6 * io.max(1.0),
+        "{file} of {io}: {hints:#?}"
     );
 }
