@@ -119,6 +119,11 @@ impl Split {
 #[map]
 static IO_WAITS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_IO_WAITS, 0);
 
+/// Open memory-stall sleeps of target threads outside reclaim and
+/// compaction, as `IO_WAITS`.
+#[map]
+static MEMSTALLS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_IO_WAITS, 0);
+
 /// Live threads' split totals per family (`SplitFamily::index`),
 /// summed by the collector's task iterator (`add_live`); userspace
 /// zeroes it before each run of the iterator.
@@ -201,7 +206,19 @@ pub fn run_delay(task: *const u8) -> u64 {
 /// `offset`; false where BTF lacks it).
 #[inline(always)]
 fn in_iowait(task: *const u8) -> bool {
-    let f = field!(task_in_iowait);
+    bit(task, field!(task_in_iowait))
+}
+
+/// Whether `task` is in a memory stall (`in_memstall`, as `in_iowait`).
+#[inline(always)]
+fn in_memstall(task: *const u8) -> bool {
+    bit(task, field!(task_in_memstall))
+}
+
+/// A one-bit bitfield of `task` (`size & 7`: its bit in the byte at
+/// `offset`); false where BTF lacks it.
+#[inline(always)]
+fn bit(task: *const u8, f: vmtrace_common::Field) -> bool {
     if f.offset == 0 {
         return false;
     }
@@ -314,8 +331,10 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     let mut now = 0;
     let mut prev_cell = TASK_SPANS.of(prev, 0);
     let mut next_cell = TASK_SPANS.of(next, 0);
+    let mut in_span = false;
     if let Some(spans) = prev_cell.as_deref_mut() {
         read_run_delay(&mut spans.split, prev as *const u8);
+        in_span = spans.split.mark_ns != 0;
         if spans.split.mark_ns != 0 {
             now = now_ns();
             let state = match (asleep, iowait) {
@@ -333,6 +352,16 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
         }
         if IO_WAITS.insert(&(prev as u64), &now, 0).is_err() {
             count(Counter::IoWaitDropped, 1);
+        }
+    }
+    // A memory stall outside the spans (which book their own sleeps):
+    // memory.high's penalty; rare, so the target test comes last.
+    if asleep && !iowait && !in_span && in_memstall(prev as *const u8) && in_target() {
+        if now == 0 {
+            now = now_ns();
+        }
+        if MEMSTALLS.insert(&(prev as u64), &now, 0).is_err() {
+            count(Counter::MemstallDropped, 1);
         }
     }
     if let Some(spans) = next_cell.as_deref_mut()
@@ -362,6 +391,22 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
             advance(&mut spans.split, RUNNABLE, now);
         }
         now = contention::on_wakeup(p as *const u8, spans, now);
+    }
+    // in_memstall is still set at the wake-up (psi_memstall_leave runs
+    // once the task runs again).
+    if in_memstall(p as *const u8) {
+        let key = p as u64;
+        // SAFETY: the value is copied before the entry is removed.
+        if let Some(&start) = unsafe { MEMSTALLS.get(&key) } {
+            let _ = MEMSTALLS.remove(&key);
+            if now == 0 {
+                now = now_ns();
+            }
+            count_all([
+                (Counter::MemstallSleeps, 1),
+                (Counter::MemstallSleepNs, now.saturating_sub(start)),
+            ]);
+        }
     }
     // in_iowait is still set at the wake-up (io_schedule_finish clears
     // it once the task runs again): only then can it be in IO_WAITS.

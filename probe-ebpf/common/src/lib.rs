@@ -197,6 +197,14 @@ signal_ids! {
         IoWaitNs => ("io_wait_ns", "target I/O-wait sleep time (ns)"),
         /// I/O-wait sleeps not timed: the table of open ones was full.
         IoWaitDropped => ("io_wait_dropped", "target I/O-wait sleeps not timed (map full)"),
+        /// The target's memory-stall sleeps outside reclaim and
+        /// compaction (switched out blocked with `in_memstall` and not in
+        /// an I/O wait, no split span open: memory.high's penalty sleep,
+        /// mem_cgroup_handle_over_high), closed at `sched_wakeup`: count
+        /// and time (ns), and those not timed (map full).
+        MemstallSleeps => ("memstall_sleeps", "target memory-stall sleeps outside reclaim"),
+        MemstallSleepNs => ("memstall_sleep_ns", "target memory-stall sleep time outside reclaim (ns)"),
+        MemstallDropped => ("memstall_dropped", "target memory-stall sleeps not timed (map full)"),
         /// Sectors of the swap requests counted in `SwapIoUnpaired` (the
         /// size the request had at its issue): the device counted them,
         /// vmtrace timed none of them.
@@ -989,6 +997,9 @@ pub struct Fields {
     /// `task_struct.in_iowait`, a bitfield: `offset` is the byte that
     /// holds it, `size` the bit's index in that byte (little-endian).
     pub task_in_iowait: Field,
+    /// `task_struct.in_memstall`, a bitfield as `task_in_iowait` (PSI:
+    /// the task is in a memory stall, psi_memstall_enter).
+    pub task_in_memstall: Field,
     /// `task_struct.flags` (PF_*).
     pub task_flags: Field,
     /// `thread_info.cpu` (the CPU a task is queued or runs on; with

@@ -70,6 +70,7 @@ pub enum Component {
     ReclaimWaits,
     CompactionWaits,
     BlockIoWaits,
+    MemstallWaits,
     CpuWaits,
     KswapdWaits,
     KswapdCpu,
@@ -91,7 +92,7 @@ pub enum Kind {
 }
 
 /// The number of components.
-const N: usize = 13;
+const N: usize = 14;
 
 impl Component {
     /// Every component, in the order shown (the budget's order).
@@ -103,6 +104,7 @@ impl Component {
         Component::ReclaimWaits,
         Component::CompactionWaits,
         Component::BlockIoWaits,
+        Component::MemstallWaits,
         Component::CpuWaits,
         Component::KswapdWaits,
         Component::KswapdCpu,
@@ -121,6 +123,7 @@ impl Component {
             Component::ReclaimWaits => "reclaim waits",
             Component::CompactionWaits => "compaction waits",
             Component::BlockIoWaits => "block I/O waits",
+            Component::MemstallWaits => "memory.high sleeps",
             Component::CpuWaits => "runnable behind others",
             Component::KswapdWaits => "runnable behind kswapd",
             Component::KswapdCpu => "kswapd CPU",
@@ -139,6 +142,7 @@ impl Component {
             Component::ReclaimWaits
             | Component::CompactionWaits
             | Component::BlockIoWaits
+            | Component::MemstallWaits
             | Component::CpuWaits
             | Component::KswapdWaits => Kind::Wait,
             Component::KswapdCpu
@@ -186,8 +190,8 @@ impl Component {
     /// component is not comparable either and explains nothing.
     pub fn sources(self, basis: Basis) -> &'static [Measure] {
         use Measure::{
-            BlockIoDelay, Compaction, IoWaitTime, ReclaimOnCpu, ReclaimStallTime,
-            RunnableBehindKswapd, RunnableBehindOthers,
+            BlockIoDelay, Compaction, IoWaitTime, MemstallSleepTime, ReclaimOnCpu,
+            ReclaimStallTime, RunnableBehindKswapd, RunnableBehindOthers,
         };
         match self {
             Component::ReclaimCpu if basis.reclaim_split => &[ReclaimOnCpu],
@@ -203,6 +207,7 @@ impl Component {
             },
             Component::BlockIoWaits if basis.io_waits => &[IoWaitTime],
             Component::BlockIoWaits => &[BlockIoDelay],
+            Component::MemstallWaits => &[MemstallSleepTime],
             Component::CpuWaits => &[RunnableBehindOthers],
             Component::KswapdWaits => &[RunnableBehindKswapd],
             _ => &[],
@@ -236,6 +241,10 @@ pub struct Basis {
     /// components, and the machine's other CPU time only context.
     #[serde(default)]
     pub cpu_waits: bool,
+    /// The target's memory-stall sleeps outside reclaim (memory.high's
+    /// penalty), timed at the scheduler.
+    #[serde(default)]
+    pub memstall: bool,
 }
 
 impl Basis {
@@ -247,6 +256,7 @@ impl Basis {
             io_waits: all(|r| r.io_waits.is_some()),
             machine_cpu: all(|r| r.machine_cpu.is_some()),
             cpu_waits: all(|r| r.runnable.is_some()),
+            memstall: all(|r| r.memstall_sleeps.is_some()),
         }
     }
 
@@ -258,6 +268,7 @@ impl Basis {
             Component::ReclaimWaits => self.reclaim_split,
             Component::CompactionWaits => self.compaction_split,
             Component::CpuWaits | Component::KswapdWaits => self.cpu_waits,
+            Component::MemstallWaits => self.memstall,
             _ if c.kind() == Kind::MachineCpu => self.machine_cpu,
             _ => true,
         }
@@ -388,6 +399,10 @@ pub(super) fn budget(r: &RunReport, basis: Basis) -> [f64; N] {
         blocked(&rsplit),
         blocked(&csplit),
         block_io,
+        r.memstall_sleeps
+            .as_ref()
+            .filter(|_| basis.memstall)
+            .map_or(0.0, |m| secs(m.total_ns)),
         r.runnable
             .as_ref()
             .filter(|_| basis.cpu_waits)

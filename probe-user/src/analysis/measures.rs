@@ -269,6 +269,10 @@ measures! {
     CpuWait => ("waiting for a CPU", Seconds, Target, |r| {
         delays(r).map(|d| d.cpu_ns as f64 / 1e9)
     }),
+    // memory.high's penalty sleeps (probe-ebpf sched).
+    MemstallSleepTime => ("memory.high sleeps", Seconds, Target, |r| {
+        r.memstall_sleeps.as_ref().map(|m| m.total_ns as f64 / 1e9)
+    }),
     // Who held the CPU while the target waited (probe-ebpf contention).
     RunnableBehindOthers => ("runnable behind others", Seconds, Target, |r| {
         r.runnable

@@ -553,6 +553,7 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
         ReclaimOnCpu,
         ReclaimEfficiency,
         PagesScanned,
+        MemstallSleepTime,
     ];
     if !moved.iter().any(|&m| e.real(m)) {
         return None;
@@ -586,9 +587,15 @@ fn reclaim(e: &Evidence) -> Option<Hint> {
             100.0 * share
         ));
     }
+    if e.real(MemstallSleepTime) {
+        text.push_str(&format!(
+            "; memory.high sleeps {}",
+            e.pair(MemstallSleepTime, fmt_secs)
+        ));
+    }
     Some(Hint {
         mechanism: Mechanism::Reclaim,
-        seconds: (1.0 - share) * e.reclaim_seconds(),
+        seconds: (1.0 - share) * e.reclaim_seconds() + e.comp(Component::MemstallWaits),
         text,
     })
 }

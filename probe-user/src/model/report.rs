@@ -589,6 +589,11 @@ pub struct RunReport {
     /// traced, or recordings before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable: Option<RunnableReport>,
+    /// The target's memory-stall sleeps outside reclaim and compaction
+    /// (memory.high's penalty), timed at the scheduler (None: not
+    /// traced, or recordings before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memstall_sleeps: Option<IoWaitReport>,
     /// The machine's CPU time over the run (None: recordings before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_cpu: Option<MachineCpu>,

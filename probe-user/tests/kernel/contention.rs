@@ -52,7 +52,11 @@ fn pinned_run(job: &[&str]) -> Value {
     ];
     args.extend(job);
     let out = vmtrace(&args).output().expect("run vmtrace");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = json_of(&out);
     assert_eq!(r["exit"]["code"], 0, "{r:#}");
     r
@@ -106,7 +110,10 @@ fn a_single_thread_is_its_cpu_its_waits_and_its_sleeps() {
         "elapsed {wall:.3}s = CPU {cpu:.3} + runnable {run_delay:.3} + I/O {io:.3} = {parts:.3}"
     );
     assert!(wall > 0.5, "too short to judge: {wall}s");
-    assert!((parts - wall).abs() <= 0.02 * wall, "{parts} vs {wall}: {r:#}");
+    assert!(
+        (parts - wall).abs() <= 0.02 * wall,
+        "{parts} vs {wall}: {r:#}"
+    );
     let (x, sum) = runnable(&r);
     println!("runnable by holder {sum:.3}s of run_delay {run_delay:.3}s: {x}");
     // The counters and run_delay are each summed over the same waits in

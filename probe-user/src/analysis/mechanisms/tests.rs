@@ -235,7 +235,8 @@ fn hints_of(a: &[RunReport], b: &[RunReport]) -> (Vec<AttributionRow>, f64, Vec<
 fn components_of(m: Mechanism) -> &'static [Component] {
     use Component::*;
     match m {
-        Mechanism::Reclaim | Mechanism::Refaults => &[ReclaimCpu, ReclaimWaits],
+        Mechanism::Reclaim => &[ReclaimCpu, ReclaimWaits, MemstallWaits],
+        Mechanism::Refaults => &[ReclaimCpu, ReclaimWaits],
         Mechanism::Compaction => &[CompactionCpu, CompactionWaits],
         Mechanism::Kswapd => &[KswapdCpu, KswapdWaits],
         Mechanism::CpuContention => &[CpuWaits, OtherTasksCpu, Steal],

@@ -140,6 +140,7 @@ fn traced(t: Traced, window: RunReport) -> RunReport {
         }),
         io_waits: on(SchedSplit).then(|| reclaim::io_waits(totals)),
         runnable: on(SchedSplit).then(|| reclaim::runnable(totals)),
+        memstall_sleeps: on(SchedSplit).then(|| reclaim::memstall_sleeps(totals)),
         // Always: empty when nothing fed them.
         reclaim_order: reclaim::order_rows(totals),
         top_stallers: reclaim::top_stallers(totals),

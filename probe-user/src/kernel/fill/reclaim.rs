@@ -46,6 +46,15 @@ pub(super) fn io_waits(totals: &KernelTotals) -> IoWaitReport {
     }
 }
 
+/// The target's memory-stall sleeps outside the spans (probe-ebpf
+/// `sched`).
+pub(super) fn memstall_sleeps(totals: &KernelTotals) -> IoWaitReport {
+    IoWaitReport {
+        waits: totals.counter(Counter::MemstallSleeps),
+        total_ns: totals.counter(Counter::MemstallSleepNs),
+    }
+}
+
 /// Who held the CPU while the target waited (probe-ebpf `contention`).
 pub(super) fn runnable(totals: &KernelTotals) -> RunnableReport {
     let c = |h: Holder| totals.counter(h.counter());

@@ -386,6 +386,7 @@ pub const CATALOGUE: &[Metric] = &[
                 fields: &[],
                 members: &[
                     member!(optional bit task_struct.in_iowait, task_in_iowait),
+                    member!(optional bit task_struct.in_memstall, task_in_memstall),
                     member!(optional task_struct.sched_info, 8, task_sched_info),
                     member!(optional sched_info.run_delay, 8, sched_info_run_delay),
                     // Who held the CPU (probe-ebpf contention).

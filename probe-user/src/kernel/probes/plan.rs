@@ -323,6 +323,7 @@ mod tests {
                 // A bitfield in the byte at 1220 (its bit: see
                 // member_bit_offset).
                 ("task_struct", "in_iowait") => Some(1220),
+                ("task_struct", "in_memstall") => Some(1221),
                 ("task_struct", "comm") => Some(1752),
                 ("task_struct", "flags") => Some(44),
                 // Who held the CPU (6.18.44; thread_info is task_struct's

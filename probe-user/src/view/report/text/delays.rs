@@ -56,6 +56,14 @@ pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
             w.waits
         )?;
     }
+    if let Some(m) = report.memstall_sleeps.as_ref().filter(|m| m.waits > 0) {
+        writeln!(
+            o,
+            "  (memory-stall sleeps outside reclaim: {} in {})",
+            fmt_ns(m.total_ns),
+            m.waits
+        )?;
+    }
     if let Some(r) = &report.runnable {
         writeln!(
             o,
