@@ -165,11 +165,15 @@ vmtrace report --json run.vmtrace.json | jq .runs[0].report.usage"
 are group A, the baseline (repeated runs of one kernel or setting); each --vs starts \
 another group. For every metric: each group's mean, the change against A and its \
 significance by Welch's t-test (* p < 0.05, ** p < 0.01, ~ within noise; with one \
-run in a group significance cannot be judged). Then where the elapsed time went \
-(user and system CPU, reclaim stalls, swap-in and refault waits from the kernel's \
-delay accounting, compaction, the rest unexplained), and the mechanisms behind the \
-difference, strongest first, each with its numbers. A difference that is not \
-significant is called within noise, and no cause is named.\n\n\
+run in a group significance cannot be judged). Then where the elapsed time went: \
+the job's time budget (its CPU time split into user, reclaim, compaction and the \
+rest; its waits: reclaim's and compaction's sleeps, I/O waits, memory.high sleeps, \
+and its time runnable behind tasks outside it, kswapd's apart), each part of the \
+difference measured on the job's own tasks, the rest unexplained; other tasks' CPU \
+time is shown and claims nothing (what it cost the job is the time the job waited \
+behind it). Then the mechanisms behind the difference, strongest first, each with \
+its numbers. A difference that is not significant is called within noise, and no \
+cause is named. docs/COMPARE.md has the model.\n\n\
 Groups are labelled by kernel release, or on one kernel by the vm sysctl that \
 differs; --label names them. Recordings of different workloads are refused \
 (--force compares them anyway); different machines or memory limits are warned \
