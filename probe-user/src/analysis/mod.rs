@@ -233,16 +233,9 @@ pub struct ElapsedSplit {
     /// The job's concurrency: its CPU-seconds and wait task-seconds per
     /// elapsed second, baseline and this group.
     pub concurrency: [Option<f64>; 2],
-    /// The job's parallelism: its CPU-seconds per elapsed second,
-    /// baseline and this group, where its CPU-seconds convert at 1 /
-    /// this (the job's waits for a CPU are measured); None in the older
-    /// model, where they convert at 1 / the machine's busy CPUs.
-    #[serde(default)]
-    pub parallelism: [Option<f64>; 2],
-    /// Elapsed seconds a CPU-second of the job stood for (1 / its
-    /// parallelism, at most 1, the mean of the two groups'; in the older
-    /// model 1 / busy CPUs, and without the machine's CPU time the same
-    /// as a wait's).
+    /// Elapsed seconds a CPU-second stood for (1 / busy CPUs, at most 1,
+    /// the mean of the two groups'; without the machine's CPU time, the
+    /// same as a wait's).
     pub seconds_per_cpu_second: f64,
     /// Elapsed seconds a wait task-second stood for (1 / concurrency, at
     /// most 1, the mean of the two groups').
@@ -585,7 +578,7 @@ mod tests {
             "reclaim waits",
             "-- the machine's other CPU time (CPU-s) --",
             "runnable behind others",
-            "parallelism (A",
+            "busy CPUs",
         ] {
             assert!(text.contains(want), "{want:?} in\n{text}");
         }

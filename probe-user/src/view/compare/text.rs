@@ -321,16 +321,7 @@ fn rates(s: &ElapsedSplit, l: &str) -> String {
         let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
         format!("A {}, {l} {}", f(x[0]), f(x[1]))
     };
-    if s.parallelism.iter().all(Option::is_some) {
-        format!(
-            "; a CPU-second of the job counts 1/its own parallelism ({}: \
-             CPU-s per elapsed s), a task-second of waiting 1/its \
-             concurrency ({}), at most 1 s each; other tasks' CPU claims \
-             nothing: what it cost the job is the time the job was runnable behind it",
-            f(s.parallelism),
-            f(s.concurrency)
-        )
-    } else if s.busy_cpus.iter().all(Option::is_some) {
+    if s.busy_cpus.iter().all(Option::is_some) {
         format!(
             "; a CPU-second counts 1/the machine's busy CPUs ({}), a \
              task-second of waiting 1/the job's concurrency ({}), at most \
