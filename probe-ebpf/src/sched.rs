@@ -379,6 +379,26 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
+/// Closes the sleep of the task at `key` if `open` holds one: one to
+/// `sleeps`, its time to `ns`. Returns `now` if it read the clock.
+#[inline(always)]
+fn close_sleep(
+    open: &HashMap<u64, u64>,
+    key: u64,
+    mut now: u64,
+    (sleeps, ns): (Counter, Counter),
+) -> u64 {
+    // SAFETY: the value is copied before the entry is removed.
+    if let Some(&start) = unsafe { open.get(&key) } {
+        let _ = open.remove(&key);
+        if now == 0 {
+            now = now_ns();
+        }
+        count_all([(sleeps, 1), (ns, now.saturating_sub(start))]);
+    }
+    now
+}
+
 #[btf_tracepoint(function = "sched_wakeup")]
 pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
     // (struct task_struct *p)
@@ -392,37 +412,24 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
         }
         now = contention::on_wakeup(p as *const u8, spans, now);
     }
-    // in_memstall is still set at the wake-up (psi_memstall_leave runs
-    // once the task runs again).
+    // in_memstall and in_iowait are still set at the wake-up
+    // (psi_memstall_leave and io_schedule_finish run once the task runs
+    // again): only then can it be in MEMSTALLS or IO_WAITS.
     if in_memstall(p as *const u8) {
-        let key = p as u64;
-        // SAFETY: the value is copied before the entry is removed.
-        if let Some(&start) = unsafe { MEMSTALLS.get(&key) } {
-            let _ = MEMSTALLS.remove(&key);
-            if now == 0 {
-                now = now_ns();
-            }
-            count_all([
-                (Counter::MemstallSleeps, 1),
-                (Counter::MemstallSleepNs, now.saturating_sub(start)),
-            ]);
-        }
+        now = close_sleep(
+            &MEMSTALLS,
+            p as u64,
+            now,
+            (Counter::MemstallSleeps, Counter::MemstallSleepNs),
+        );
     }
-    // in_iowait is still set at the wake-up (io_schedule_finish clears
-    // it once the task runs again): only then can it be in IO_WAITS.
     if in_iowait(p as *const u8) {
-        let key = p as u64;
-        // SAFETY: the value is copied before the entry is removed.
-        if let Some(&start) = unsafe { IO_WAITS.get(&key) } {
-            let _ = IO_WAITS.remove(&key);
-            if now == 0 {
-                now = now_ns();
-            }
-            count_all([
-                (Counter::IoWaits, 1),
-                (Counter::IoWaitNs, now.saturating_sub(start)),
-            ]);
-        }
+        close_sleep(
+            &IO_WAITS,
+            p as u64,
+            now,
+            (Counter::IoWaits, Counter::IoWaitNs),
+        );
     }
     0
 }
