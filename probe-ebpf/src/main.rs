@@ -20,6 +20,7 @@
 //! - `sched`: where a target span's time went (on a CPU, runnable,
 //!   blocked) and the target's I/O-wait sleeps, at the scheduler;
 //! - `contention`: who held the CPU while a target task waited for it;
+//! - `profile`: the job's kernel stacks sampled on the CPU clock;
 //! - `task`: per-task span stamps (task-local storage);
 //! - `cgroup`: reclaim stalls per cgroup (`attach --serve`).
 //!
@@ -42,6 +43,7 @@ mod fault;
 mod kswapd;
 mod lru;
 mod oom;
+mod profile;
 mod reclaim;
 mod sched;
 mod shared;

@@ -233,8 +233,19 @@ signal_ids! {
         /// queued (its wait there is not timed), or its CPU was beyond
         /// [`MAX_CPUS`].
         RunnableWaitsCut => ("runnable_waits_cut", "target waits for a CPU cut short (migrated)"),
+        /// The CPU profile (probe-ebpf `profile`): samples of target tasks
+        /// running in user mode (no kernel stack to keep), and samples in
+        /// the kernel whose stack was not kept (a stack-map collision or
+        /// full table, or `PROFILE` full).
+        ProfileUserSamples => ("profile_user_samples", "profile: target samples in user mode"),
+        ProfileStacksLost => ("profile_stacks_lost", "profile: target kernel samples not kept"),
     }
 }
+
+/// Distinct kernel stacks the CPU profile keeps (`PROFILE_STACKS`) and
+/// its (stack -> samples) cells (`PROFILE`): a job's kernel time runs
+/// through a few hundred to a few thousand distinct stacks.
+pub const MAX_PROFILE_STACKS: u32 = 16384;
 
 /// Who held a CPU while a target task waited for it (the order of the
 /// `RunnableBehind*` counters).
@@ -1115,6 +1126,8 @@ pub mod names {
     pub const SPLIT_LIVE: &str = "SPLIT_LIVE";
     pub const CGROUP_ZERO: &str = "CGROUP_ZERO";
     pub const PER_CGROUP: &str = "PER_CGROUP";
+    pub const PROFILE: &str = "PROFILE";
+    pub const PROFILE_STACKS: &str = "PROFILE_STACKS";
 
     /// The maps userspace opens by name.
     pub const MAPS: &[&str] = &[
@@ -1145,6 +1158,8 @@ pub mod names {
         RECLAIM_ENTRIES,
         ENTRY_STACKS,
         SPLIT_LIVE,
+        PROFILE,
+        PROFILE_STACKS,
     ];
 
     /// The globals userspace sets at load time (not maps).

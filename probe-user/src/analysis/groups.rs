@@ -177,6 +177,28 @@ pub(super) fn completed_runs<'a>(runs: &[Vec<&'a RunReport>]) -> Vec<Vec<&'a Run
         .collect()
 }
 
+/// The OOM victims of a group's runs by command name, most killed
+/// first, then by name.
+fn victims(runs: &[&RunReport]) -> Vec<super::VictimCount> {
+    let mut counts: Vec<super::VictimCount> = Vec::new();
+    let all = runs.iter().flat_map(|r| r.oom_victims.iter().flatten());
+    for v in all {
+        match counts
+            .iter_mut()
+            .find(|c| c.comm == v.comm && c.target == v.target)
+        {
+            Some(c) => c.kills += 1,
+            None => counts.push(super::VictimCount {
+                comm: v.comm.clone(),
+                target: v.target,
+                kills: 1,
+            }),
+        }
+    }
+    counts.sort_by(|a, b| b.kills.cmp(&a.kills).then_with(|| a.comm.cmp(&b.comm)));
+    counts
+}
+
 /// What is said of each group: label, kernel, files and how its runs
 /// ended.
 pub(super) fn infos(
@@ -196,6 +218,7 @@ pub(super) fn infos(
             files: g.files.clone(),
             runs: ok.len(),
             oom_killed: all.iter().filter(|r| r.exit.oom_killed).count(),
+            oom_victims: victims(all),
             failed: all
                 .iter()
                 .filter(|r| !completed(r) && !r.exit.oom_killed)

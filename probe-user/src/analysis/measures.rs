@@ -98,6 +98,12 @@ measures! {
     ReclaimOnCpu => ("reclaim on-CPU", Seconds, Target, |r| {
         super::attribution::reclaim_split(r).map(|s| s.on_cpu_ns as f64 / 1e9)
     }),
+    // The job's system CPU filling the page cache (read-ahead, folio
+    // insertion, read submission), outside reclaim: sampled (None
+    // without the profile).
+    PageCacheFillCpu => ("page-cache fill CPU", Seconds, Target, |r| {
+        r.profile.as_ref().map(|p| p.page_cache_fill_s())
+    }),
     MemcgStallP99 => ("memcg stall p99", Seconds, Target, |r| {
         r.memcg_reclaim
             .as_ref()
@@ -357,10 +363,12 @@ const MAYBE_ABSENT: &[Measure] = &[
 
 /// One warning per group whose runs lack a counter that another group
 /// has (its kernel does not count it, or vmtrace did not record it
-/// then): its cell reads `-`, which is not 0.
-pub(super) fn absent(rows: &[MetricRow]) -> Vec<String> {
+/// then): its cell reads `-`, which is not 0. Said once per group; a
+/// group without a completed run lacks them all and is not warned of.
+pub(super) fn absent(rows: &[MetricRow], completed: &[usize]) -> Vec<String> {
     let groups = rows.first().map_or(0, |r| r.groups.len());
     (0..groups)
+        .filter(|&g| completed.get(g).is_some_and(|&n| n > 0))
         .filter_map(|g| {
             let names: Vec<&str> = rows
                 .iter()

@@ -323,6 +323,37 @@ impl Evidence<'_> {
         }
     }
 
+    /// The fraction of the other system CPU's part that refaults claim:
+    /// the change of the sampled page-cache fill CPU over the change of
+    /// the other system CPU (in [0, 1]), times the share of the extra
+    /// reclaim that evicted pages needed again (each such page is
+    /// filled again: in a full box a page filled is a page reclaimed),
+    /// and at most what swap-in left. 0 unless refaults are named.
+    fn refill_sys_share(&self) -> f64 {
+        if !self.refaults_named() {
+            return 0.0;
+        }
+        let Some(row) = self.row(Component::OtherSystemCpu) else {
+            return 0.0;
+        };
+        let dsys = row.diffs[self.g - 1];
+        let fill = match self.delta(PageCacheFillCpu) {
+            Some(d) if row.elapsed[self.g - 1] != 0.0 && d * dsys > 0.0 => (d / dsys).min(1.0),
+            _ => 0.0,
+        };
+        let swap = if self.swap_named() {
+            self.swap_sys_share()
+        } else {
+            0.0
+        };
+        (fill * self.refault_share()).min(1.0 - swap)
+    }
+
+    /// Refaults are named (the condition of their hint).
+    fn refaults_named(&self) -> bool {
+        self.real(Refaults) || self.real(ThrashingDelay) || self.real(RefaultActivations)
+    }
+
     /// Swap-in (or zswap) is named: either claims swap-in's seconds.
     fn swap_named(&self) -> bool {
         self.zswap_moved() || self.swaps_in() || (self.io_real() && !self.real(FileReadFaults))
@@ -399,9 +430,11 @@ impl Evidence<'_> {
 }
 
 /// The mechanisms behind a difference, strongest first.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn hints(
     g: usize,
     judgeable: bool,
+    kills_only: bool,
     groups: &[GroupInfo],
     metrics: &[MetricRow],
     attribution: &[AttributionRow],
@@ -416,17 +449,22 @@ pub(super) fn hints(
         attribution,
         entries,
     };
+    // Within noise, or a group without (enough) completed runs: the
+    // OOM kills are all that can be said.
+    if kills_only || groups[g].runs == 0 || groups[0].runs == 0 {
+        return oom_kills(&e).into_iter().collect();
+    }
     let mechanisms: [fn(&Evidence) -> Option<Hint>; 11] = [
         oom_kills,
         zswap,
         file_reads,
         swap_in,
-        reclaim,
+        reclaim::reclaim,
         cpu::kswapd,
         cpu::cpu_contention,
-        refaults,
+        reclaim::refaults,
         swap_out,
-        compaction,
+        reclaim::compaction,
         system_cpu,
     ];
     let mut hints: Vec<Hint> = mechanisms.iter().filter_map(|m| m(&e)).collect();
@@ -444,13 +482,34 @@ fn oom_kills(e: &Evidence) -> Option<Hint> {
         mechanism: Mechanism::OomKills,
         seconds: f64::INFINITY,
         text: format!(
-            "OOM kills: {} of {} runs killed (baseline {} of {})",
+            "OOM kills: {} of {} runs killed (baseline {} of {}){}",
             this.oom_killed,
             this.runs + this.oom_killed + this.failed,
             base.oom_killed,
-            base.runs + base.oom_killed + base.failed
+            base.runs + base.oom_killed + base.failed,
+            victims_said(&this.oom_victims, &base.oom_victims)
         ),
     })
+}
+
+/// `; victims: memhog (the job's) 3 (baseline 1)`: who the OOM killer
+/// chose in this group, against the baseline's count for the same name.
+fn victims_said(this: &[super::VictimCount], base: &[super::VictimCount]) -> String {
+    if this.is_empty() {
+        return String::new();
+    }
+    let said: Vec<String> = this
+        .iter()
+        .map(|v| {
+            let whose = if v.target { " (the job's)" } else { "" };
+            let before = base
+                .iter()
+                .find(|b| b.comm == v.comm && b.target == v.target)
+                .map_or(0, |b| b.kills);
+            format!("{}{whose} {} (baseline {before})", v.comm, v.kills)
+        })
+        .collect();
+    format!("; victims: {}", said.join(", "))
 }
 
 fn swap_in(e: &Evidence) -> Option<Hint> {
@@ -543,100 +602,6 @@ fn file_reads(e: &Evidence) -> Option<Hint> {
     })
 }
 
-/// Reclaim in the target's tasks: its time on the CPU and its sleeps
-/// (writeback and I/O waits, throttling) inside the stalls. kswapd's
-/// work is its own mechanism: other CPUs do it, the job waits for it
-/// only through them.
-fn reclaim(e: &Evidence) -> Option<Hint> {
-    let moved = [
-        ReclaimStallTime,
-        ReclaimOnCpu,
-        ReclaimEfficiency,
-        PagesScanned,
-        MemstallSleepTime,
-    ];
-    if !moved.iter().any(|&m| e.real(m)) {
-        return None;
-    }
-    let mut text = format!(
-        "reclaim: stalls {} ({}), efficiency {}",
-        e.pair(ReclaimStallTime, fmt_secs),
-        e.pair(ReclaimStalls, fmt_count_short),
-        e.pair(ReclaimEfficiency, |v| format!("{v:.0}%"))
-    );
-    if e.metric(ReclaimOnCpu).is_some() {
-        text.push_str(&format!(", on-CPU {}", e.pair(ReclaimOnCpu, fmt_secs)));
-    }
-    text.push_str(&format!(
-        ", velocity {} pages/s",
-        e.pair(ScanVelocity, fmt_count_short)
-    ));
-    if e.real(LowPriorityShrinks) {
-        text.push_str(&format!(
-            "; shrinks at priority <= 9: {}",
-            e.pair(LowPriorityShrinks, |v| format!("{v:.0}%"))
-        ));
-    }
-    if let Some(way) = e.way_that_moved_most() {
-        text.push_str(&format!("; moved most: {way}"));
-    }
-    let share = e.refault_share();
-    if share > 0.0 {
-        text.push_str(&format!(
-            "; {:.0}% of the change evicted pages needed again (refaults)",
-            100.0 * share
-        ));
-    }
-    if e.real(MemstallSleepTime) {
-        text.push_str(&format!(
-            "; memory.high sleeps {}",
-            e.pair(MemstallSleepTime, fmt_secs)
-        ));
-    }
-    Some(Hint {
-        mechanism: Mechanism::Reclaim,
-        seconds: (1.0 - share) * e.reclaim_seconds() + e.comp(Component::MemstallWaits),
-        text,
-    })
-}
-
-/// Pages evicted and needed again: named always when they moved; the
-/// cause, claiming reclaim's seconds in proportion, when the extra
-/// reclaim was mostly evicting them (`Evidence::refault_share`): a
-/// kernel that protects the workingset less (refault activations down)
-/// reclaims the same pages over and over.
-fn refaults(e: &Evidence) -> Option<Hint> {
-    (e.real(Refaults) || e.real(ThrashingDelay) || e.real(RefaultActivations)).then(|| {
-        let mut text = format!(
-            "refaults (evicted pages needed again): {}, thrashing waits {}",
-            e.pair(Refaults, fmt_count_short),
-            e.pair(ThrashingDelay, fmt_secs)
-        );
-        // Refault detection itself: how many refaulted folios were
-        // judged part of the workingset and activated.
-        if e.real(RefaultActivations) {
-            text.push_str(&format!(
-                ", activated on refault {}",
-                e.pair(RefaultActivations, fmt_count_short)
-            ));
-        }
-        let share = e.refault_share();
-        if share > 0.0 {
-            text.push_str(&format!(
-                "; pages reclaimed {}: {:.0}% of the extra reclaim evicted \
-                 pages needed again",
-                e.pair(PagesReclaimed, fmt_count_short),
-                100.0 * share
-            ));
-        }
-        Hint {
-            mechanism: Mechanism::Refaults,
-            seconds: share * e.reclaim_seconds(),
-            text,
-        }
-    })
-}
-
 /// Swap-out changed: the pages swapped out through every backend, or
 /// the device's writes and their latency. The device's writes moving
 /// because zswap's stores moved is zswap's doing (its hint names it),
@@ -669,30 +634,24 @@ fn swap_out(e: &Evidence) -> Option<Hint> {
     })
 }
 
-fn compaction(e: &Evidence) -> Option<Hint> {
-    e.real(Compaction).then(|| Hint {
-        mechanism: Mechanism::Compaction,
-        seconds: e.comp(Component::CompactionCpu) + e.comp(Component::CompactionWaits),
-        text: format!("compaction: {}", e.pair(Compaction, fmt_secs)),
-    })
-}
-
 /// System CPU otherwise: the other system CPU's part less what swap-in
-/// (or zswap) claims of it.
+/// (or zswap) and refaults (filling the page cache again) claim of it.
 fn system_cpu(e: &Evidence) -> Option<Hint> {
     let swap = if e.swap_named() {
         e.swap_sys_share()
     } else {
         0.0
     };
+    let rest = (1.0 - swap - e.refill_sys_share()).max(0.0);
     e.real(SystemCpu).then(|| Hint {
         mechanism: Mechanism::SystemCpu,
-        seconds: (1.0 - swap) * e.comp(Component::OtherSystemCpu),
+        seconds: rest * e.comp(Component::OtherSystemCpu),
         text: format!("system CPU: {}", e.pair(SystemCpu, fmt_secs)),
     })
 }
 
 mod cpu;
+mod reclaim;
 mod zones;
 use zones::zone_shift;
 

@@ -76,8 +76,20 @@ pub struct GroupInfo {
     /// Runs that completed (the statistics use these).
     pub runs: usize,
     pub oom_killed: usize,
+    /// The OOM killer's victims over all the group's runs, by command
+    /// name, most killed first (`oom:mark_victim`).
+    pub oom_victims: Vec<VictimCount>,
     /// Runs that failed otherwise or were interrupted.
     pub failed: usize,
+}
+
+/// How often the OOM killer chose a command name in a group's runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct VictimCount {
+    pub comm: String,
+    /// Victims of the command's own (`OomVictimReport::target`).
+    pub target: bool,
+    pub kills: usize,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -144,6 +156,10 @@ pub enum Verdict {
     /// Fewer than two runs in a group: significance cannot be judged.
     #[serde(rename = "not judged")]
     NotJudged,
+    /// Every run of one of the two groups was OOM-killed (or failed):
+    /// no time to compare, the kills are the difference.
+    #[serde(rename = "no completed run")]
+    NoCompletedRun,
 }
 
 impl Verdict {
@@ -154,6 +170,7 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::WithinNoise => "within noise",
             Verdict::NotJudged => "not judged",
+            Verdict::NoCompletedRun => "no completed run",
         }
     }
 }
@@ -287,8 +304,11 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
                 .into(),
         );
     }
+    // A group whose runs were all OOM-killed still compares: its OOM
+    // kills are the difference (the memory statistics of a killed run
+    // are not weighed, so its rows stay empty).
     for g in &groups {
-        if g.runs == 0 {
+        if g.runs == 0 && g.oom_killed == 0 {
             bail!(
                 "group {} has no completed run ({} OOM-killed, {} failed): nothing to compare",
                 g.label,
@@ -298,7 +318,8 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         }
     }
     let mut metrics = measures::rows(&ok);
-    warnings.extend(measures::absent(&metrics));
+    let completed: Vec<usize> = groups.iter().map(|g| g.runs).collect();
+    warnings.extend(measures::absent(&metrics, &completed));
     let guards = guards::find(inputs, &ok);
     guards::mark(&mut metrics, &guards);
     let (attribution, splits) = attribution::attribute(&ok, &metrics);
@@ -337,23 +358,38 @@ fn versus(
         .find(|m| m.measure == Measure::Elapsed)
         .and_then(|m| m.changes[g - 1]);
     let significant = elapsed.is_some_and(|c| c.significant());
+    let killed = groups[0].runs == 0 || groups[g].runs == 0;
     let verdict = match elapsed {
+        _ if killed => Verdict::NoCompletedRun,
         _ if !judgeable => Verdict::NotJudged,
         Some(c) if c.significant() && c.diff > 0.0 => Verdict::Slower,
         Some(c) if c.significant() => Verdict::Faster,
         _ => Verdict::WithinNoise,
     };
-    let split = splits.get(g - 1).cloned();
+    // A group without a completed run has no budget (its rows are
+    // empty, not zero).
+    let split = splits.get(g - 1).filter(|_| !killed).cloned();
     let explained = split
         .as_ref()
         .filter(|s| s.difference.abs() > 1e-9)
         .map(|s| (s.explained / s.difference).clamp(0.0, 1.0));
-    // Within noise: no cause is named.
-    let hints = if judgeable && !significant {
-        Vec::new()
-    } else {
-        mechanisms::hints(g, judgeable, groups, metrics, attribution, ok, entries)
-    };
+    // Within noise: no cause is named, but OOM kills are a difference
+    // in how the runs ended, not in their time, and are always said. A
+    // group left with fewer than two completed runs by kills the other
+    // lacks is only its kills: its survivors are not a sample of it.
+    let kills_differ = groups[g].oom_killed != groups[0].oom_killed;
+    let survivors = groups[0].runs.min(groups[g].runs);
+    let kills_only = killed || (judgeable && !significant) || (kills_differ && survivors < 2);
+    let hints = mechanisms::hints(
+        g,
+        judgeable,
+        kills_only,
+        groups,
+        metrics,
+        attribution,
+        ok,
+        entries,
+    );
     Versus {
         label: groups[g].label.clone(),
         elapsed,
@@ -425,6 +461,88 @@ mod tests {
         assert!(
             !msg.contains('\n') && msg.contains("vmtrace report"),
             "{msg}"
+        );
+    }
+
+    /// Every run of B OOM-killed (the 04 calibration: memcg reclaim
+    /// giving up after one try): compare does not refuse, names the
+    /// kills and their victim first, and weighs no budget for B (its
+    /// rows are empty, not zero: no "B is faster").
+    #[test]
+    fn a_group_killed_in_every_run_is_compared_by_its_kills() {
+        let a = corpus();
+        let mut b = corpus();
+        for run in &mut b.runs {
+            run.report.exit.oom_killed = true;
+            run.report.exit.code = None;
+            run.report.exit.signal = Some(9);
+            run.report.oom_victims = Some(vec![crate::model::report::OomVictimReport {
+                time_s: 1.0,
+                pid: 42,
+                comm: "memhog".into(),
+                target: true,
+                victim_known: true,
+                invoked_by_target: true,
+                total_vm_kb: 0,
+                anon_rss_kb: 0,
+                file_rss_kb: 0,
+                shmem_rss_kb: 0,
+            }]);
+        }
+        let c = compare(&[group(None, &[&a]), group(None, &[&b])], false).expect("compares");
+        let v = &c.versus[0];
+        assert_eq!(v.verdict, Verdict::NoCompletedRun);
+        assert!(v.split.is_none() && v.explained.is_none());
+        assert_eq!(v.hints.len(), 1, "{:?}", v.hints);
+        assert_eq!(v.hints[0].mechanism, mechanisms::Mechanism::OomKills);
+        let n = b.runs.len();
+        assert_eq!(
+            c.groups[1].oom_victims,
+            [VictimCount {
+                comm: "memhog".into(),
+                target: true,
+                kills: n
+            }]
+        );
+        assert!(
+            c.warnings.iter().all(|w| !w.contains("group B")),
+            "{:?}",
+            c.warnings
+        );
+        let text = text::render(&c, true);
+        assert!(text.contains("B vs A: no completed run"), "{text}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!("victims: memhog (the job's) {n} (baseline 0)")),
+            "{text}"
+        );
+        assert!(!text.contains("where the time went"), "{text}");
+        for line in text.lines() {
+            assert!(line.is_ascii() && line.len() <= 72, "{line:?}");
+        }
+    }
+
+    /// The same times, but one run of B OOM-killed (the 04 calibration
+    /// at the edge): within noise in time, and the kills are still
+    /// named, with nothing else.
+    #[test]
+    fn oom_kills_are_named_when_the_time_is_within_noise() {
+        let a = corpus();
+        let mut b = corpus();
+        let mut killed = b.runs[0].clone();
+        killed.report.exit.oom_killed = true;
+        killed.report.exit.code = None;
+        b.runs.push(killed);
+        let c = compare(&[group(None, &[&a]), group(None, &[&b])], false).expect("compares");
+        let v = &c.versus[0];
+        assert_eq!(v.verdict, Verdict::WithinNoise);
+        assert_eq!(v.hints.len(), 1, "{:?}", v.hints);
+        assert_eq!(v.hints[0].mechanism, mechanisms::Mechanism::OomKills);
+        let text = text::render(&c, true);
+        assert!(text.contains("the OOM kills differ"), "{text}");
+        assert!(
+            text.contains("1 of 3 runs killed (baseline 0 of 2)"),
+            "{text}"
         );
     }
 

@@ -43,6 +43,8 @@ pub struct KernelTotals {
     /// Where the target's reclaims were entered (full reads only; None
     /// when the metric is off).
     pub entries: Option<crate::model::report::ReclaimEntries>,
+    /// The job's CPU profile (full reads only; None when it is off).
+    pub profile: Option<crate::model::profile::ProfileReport>,
     /// Per node with any kswapd activity: totals, and how long it has been
     /// awake now if it is (ns).
     pub kswapd: Vec<(u32, KswapdNode, Option<u64>)>,
@@ -155,6 +157,7 @@ pub fn read(probes: &Probes) -> Result<KernelTotals> {
     t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
     t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
     t.entries = crate::kernel::entries::read(probes, &t)?;
+    t.profile = crate::kernel::profile::read(probes, &t)?;
     Ok(t)
 }
 

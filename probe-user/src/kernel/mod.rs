@@ -9,4 +9,5 @@ pub mod fill;
 pub mod gfp;
 pub mod kallsyms;
 pub mod probes;
+pub mod profile;
 pub mod tracefs;

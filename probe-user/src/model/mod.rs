@@ -7,6 +7,7 @@ pub mod format;
 pub mod histogram;
 pub mod membox;
 pub mod probes;
+pub mod profile;
 pub mod recording;
 pub mod report;
 pub mod sample;

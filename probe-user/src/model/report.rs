@@ -565,6 +565,10 @@ pub struct RunReport {
     /// (`reclaim_entries`; not with `--no-stacks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaim_entries: Option<ReclaimEntries>,
+    /// The job's kernel stacks sampled on the CPU clock (`profile`;
+    /// not with `--no-stacks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::model::profile::ProfileReport>,
     pub swap_out: Option<SwapOutReport>,
     pub swap_io: Option<SwapIoReport>,
     pub kswapd: Option<KswapdReport>,

@@ -86,6 +86,7 @@ impl Tracer {
             fault_latency: plan.is_enabled(MetricId::FaultLatency),
             max_cgroups,
             entry_stacks: plan.takes_stacks(),
+            profile: plan.is_enabled(MetricId::Profile),
         };
         let probes = probes::attach(plan, &layout)?;
         let (unavailable, partial) = told_missing(&probes);

@@ -36,6 +36,7 @@ mod options;
 mod overhead;
 mod parallel;
 mod portability;
+mod profile;
 mod reclaim;
 mod refusals;
 mod reports;

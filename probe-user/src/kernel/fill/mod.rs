@@ -150,6 +150,7 @@ fn traced(t: Traced, window: RunReport) -> RunReport {
             }
             e
         }),
+        profile: totals.profile.clone(),
         slab_shrink: on(SlabShrink).then(|| reclaim::slab_shrink(totals)),
         throttle: on(Throttle).then(|| reclaim::throttle(totals)),
         compaction: on(Compaction).then(|| reclaim::compaction(totals, on(SchedSplit))),

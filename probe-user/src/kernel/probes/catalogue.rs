@@ -6,49 +6,7 @@
 use aya::programs::perf_event::SoftwareEvent;
 use vmtrace_common::{Field, Fields};
 
-/// How a program is hooked into the kernel.
-#[derive(Clone, Copy, Debug)]
-pub enum Hook {
-    /// A classic tracepoint; its fields come from tracefs `format`. The
-    /// first of `events` this kernel has is used (later names are older
-    /// kernels' names for the same event).
-    Tracepoint {
-        system: &'static str,
-        events: &'static [&'static str],
-    },
-    /// A BTF tracepoint (typed arguments, no perf buffer copy; skipped
-    /// only when it interrupts itself, not any BPF program).
-    BtfTracepoint {
-        system: &'static str,
-        event: &'static str,
-    },
-    /// A software perf event with sample period 1 on every CPU.
-    PerfSoftware(SoftwareEvent),
-    /// A BPF iterator over kernel objects (`task`: every task), loaded
-    /// with the others and run by the collector when it reads the maps
-    /// (`Probes::flush_stalls`), not on an event.
-    Iter { target: &'static str },
-}
-
-impl Hook {
-    pub fn describe(&self) -> String {
-        match self {
-            Hook::Tracepoint { system, events } => {
-                format!("tracepoint {system}:{}", events.join("|"))
-            }
-            Hook::BtfTracepoint { system, event } => format!("BTF tracepoint {system}:{event}"),
-            Hook::PerfSoftware(ev) => {
-                let name = match ev {
-                    SoftwareEvent::PageFaultsMaj => "PAGE_FAULTS_MAJ",
-                    SoftwareEvent::PageFaultsMin => "PAGE_FAULTS_MIN",
-                    _ => "other",
-                };
-                format!("perf software event {name}")
-            }
-            Hook::Iter { target } => format!("BPF iterator {target}"),
-        }
-    }
-}
+pub use super::hook::Hook;
 
 /// A field a program reads, and where its offset goes in [`Fields`].
 pub struct FieldUse {
@@ -165,6 +123,7 @@ vmtrace_common::signal_ids! {
         ProcessFaults => ("process_faults", "page faults per process (counted at exit)"),
         KernelFaults => ("kernel_faults", "kernel-mode page faults"),
         FaultLatency => ("fault_latency", "page fault latency"),
+        Profile => ("profile", "the job's kernel stacks sampled on the CPU clock"),
         FollowForks => ("follow_forks", "following a process tree (attach --pid/--comm)"),
     }
 }
@@ -181,6 +140,12 @@ impl serde::Serialize for MetricId {
     }
 }
 crate::model::schema::names_schema!(MetricId, MetricId::ALL.map(MetricId::name));
+
+/// The CPU profile's sampling frequency per CPU: a sample every ~2 ms
+/// of a target task's CPU time (a second of system CPU is ~500
+/// samples), prime so that it does not beat with periodic kernel work
+/// (the 250/1000 Hz tick).
+pub const PROFILE_HZ: u64 = 499;
 
 /// A measurement: all its programs attach, or none do.
 pub struct Metric {
@@ -682,6 +647,16 @@ pub const CATALOGUE: &[Metric] = &[
                 members: &[],
             },
         ],
+    },
+    Metric {
+        id: MetricId::Profile,
+        opt_in: Some(OptIn::ReclaimStacks),
+        programs: &[Program {
+            name: "profile",
+            hook: Hook::PerfCpuClock { hz: PROFILE_HZ },
+            fields: &[],
+            members: &[],
+        }],
     },
     // Last: its exit program leaves the target set, so it must run after
     // every other program on sched_process_exit (programs on one

@@ -8,13 +8,13 @@ use aya::{
     maps::{Array, MapData, RingBuf},
     programs::{
         BtfTracePoint, Iter, PerfEvent, TracePoint,
-        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy},
+        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
     },
     util::online_cpus,
 };
 use vmtrace_common::{
-    CgroupStalls, MAX_CGROUPS, MAX_ENTRIES, MAX_ENTRY_STACKS, MAX_TARGET_PIDS, MAX_TASKS_IN_FAULT,
-    OomVictim, SplitFamily, SplitTotals, SwapExtents, Target, ZoneSpans, names,
+    CgroupStalls, MAX_CGROUPS, MAX_ENTRIES, MAX_ENTRY_STACKS, MAX_PROFILE_STACKS, MAX_TARGET_PIDS,
+    MAX_TASKS_IN_FAULT, OomVictim, SplitFamily, SplitTotals, SwapExtents, Target, ZoneSpans, names,
 };
 
 use super::{
@@ -182,6 +182,8 @@ pub struct Layout {
     /// map (~4 MB, preallocated) and the entries table get their full
     /// size only then.
     pub entry_stacks: bool,
+    /// The CPU profile runs: its stack map (~16 MB) and table likewise.
+    pub profile: bool,
 }
 
 /// Maps preallocated at their full size only when used (hash maps are
@@ -189,7 +191,7 @@ pub struct Layout {
 /// use such): the per-task fault stamps (~5 MB) for fault latency, the
 /// followed pids (~5 MB) for a target by pid, the stack map (~4 MB) and
 /// its table for reclaim entry stacks; otherwise one entry each.
-fn map_sizes(layout: &Layout) -> [(&'static str, u32); 4] {
+fn map_sizes(layout: &Layout) -> [(&'static str, u32); 6] {
     let full_if = |used: bool, full: u32| if used { full } else { 1 };
     [
         (
@@ -208,6 +210,11 @@ fn map_sizes(layout: &Layout) -> [(&'static str, u32); 4] {
             names::RECLAIM_ENTRIES,
             full_if(layout.entry_stacks, MAX_ENTRIES),
         ),
+        (
+            names::PROFILE_STACKS,
+            full_if(layout.profile, MAX_PROFILE_STACKS),
+        ),
+        (names::PROFILE, full_if(layout.profile, MAX_PROFILE_STACKS)),
     ]
 }
 
@@ -363,6 +370,20 @@ fn attach_program(
                     PerfEventConfig::Software(event),
                     PerfEventScope::AllProcessesOneCpu { cpu },
                     SamplePolicy::Period(1),
+                    false,
+                )
+                .with_context(|| format!("attaching {} on CPU {cpu}", what()))?;
+            }
+        }
+        Hook::PerfCpuClock { hz } => {
+            let pe: &mut PerfEvent = prog.try_into()?;
+            pe.load().with_context(|| format!("loading {}", what()))?;
+            let cpus = online_cpus().map_err(|(path, e)| anyhow!("reading {path}: {e}"))?;
+            for cpu in cpus {
+                pe.attach(
+                    PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                    PerfEventScope::AllProcessesOneCpu { cpu },
+                    SamplePolicy::Frequency(hz),
                     false,
                 )
                 .with_context(|| format!("attaching {} on CPU {cpu}", what()))?;

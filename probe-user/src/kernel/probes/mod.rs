@@ -3,12 +3,13 @@
 //! run, pure), `load` (loading and attaching, and the running programs).
 
 mod catalogue;
+mod hook;
 mod load;
 mod plan;
 
 pub use crate::model::probes::Listed;
 pub use catalogue::{
-    CATALOGUE, FieldUse, Hook, KernelTypes, MemberUse, Metric, MetricId, OptIn, Program,
+    CATALOGUE, FieldUse, Hook, KernelTypes, MemberUse, Metric, MetricId, OptIn, PROFILE_HZ, Program,
 };
 pub use load::{Layout, Probes, ProgramStats, attach};
 pub use plan::{Plan, listing, plan};

@@ -36,12 +36,14 @@ impl Plan {
     }
 
     /// Whether any kernel stacks are taken (reclaim and compaction
-    /// entries, kswapd wakers: `ENTRY_STACKS` is theirs).
+    /// entries, kswapd wakers: `ENTRY_STACKS` is theirs; the CPU
+    /// profile: `PROFILE_STACKS`).
     pub fn takes_stacks(&self) -> bool {
         [
             MetricId::ReclaimEntries,
             MetricId::CompactionEntries,
             MetricId::KswapdWakePaths,
+            MetricId::Profile,
         ]
         .into_iter()
         .any(|id| self.is_enabled(id))
@@ -146,7 +148,7 @@ fn resolve_hook(
             }
             Ok(Ok(()))
         }
-        Hook::PerfSoftware(_) => Ok(Ok(())),
+        Hook::PerfSoftware(_) | Hook::PerfCpuClock { .. } => Ok(Ok(())),
         Hook::Iter { target } => Ok(if types.is_none() {
             Err(format!(
                 "kernel BTF (/sys/kernel/btf/vmlinux) is missing, needed for the {target} iterator"

@@ -100,15 +100,18 @@ pub fn render(c: &Comparison, detail: bool) -> String {
         let _ = writeln!(o);
         write_metrics(&mut o, &c.metrics, chunk, detail);
     }
-    for (k, v) in c.versus.iter().enumerate() {
+    // A group without a completed run has no budget and no ways in:
+    // its kills (the hints) are all there is to say.
+    let timed = |v: &Versus| v.verdict != Verdict::NoCompletedRun;
+    for (k, v) in c.versus.iter().enumerate().filter(|(_, v)| timed(v)) {
         let _ = writeln!(o);
         write_attribution(&mut o, &c.attribution, k + 1, v);
     }
     for (k, v) in c.versus.iter().enumerate() {
         write_hints(&mut o, k + 1, v);
     }
-    for g in 1..c.groups.len() {
-        write_entries(&mut o, &c.entries, g);
+    for (k, _) in c.versus.iter().enumerate().filter(|(_, v)| timed(v)) {
+        write_entries(&mut o, &c.entries, k + 1);
     }
     o
 }
@@ -188,12 +191,22 @@ fn write_verdict(o: &mut String, g: usize, v: &Versus) {
         }
     }
     if v.judgeable && v.verdict == Verdict::WithinNoise {
-        s.push_str(": no cause to explain");
+        s.push_str(if v.hints.is_empty() {
+            ": no cause to explain"
+        } else {
+            ": no cause to explain in time; the OOM kills differ"
+        });
     }
     for w in wrap(&s, 72) {
         let _ = writeln!(o, "{w}");
     }
-    if !v.judgeable {
+    if v.verdict == Verdict::NoCompletedRun {
+        let _ = writeln!(
+            o,
+            "  (every run of a group was OOM-killed or failed: no time to"
+        );
+        let _ = writeln!(o, "  compare; its kills are the difference)");
+    } else if !v.judgeable {
         let _ = writeln!(
             o,
             "  (one run in a group: significance cannot be judged; run each"

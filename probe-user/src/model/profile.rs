@@ -1,0 +1,147 @@
+//! The job's CPU profile as recorded: samples of its tasks' kernel
+//! stacks on the CPU clock (probe-ebpf `profile`), and what a set of
+//! kernel functions stands for in it.
+//!
+//! A sample stands for 1/`hz` s of one task's CPU time, so samples over
+//! `hz` are CPU-seconds: the kernel samples estimate the job's system
+//! CPU (rusage's stime), and the samples whose stack passes through a
+//! function estimate the system CPU spent below it.
+
+use serde::{Deserialize, Serialize};
+
+/// Stacks a recording keeps per run, most samples first (the rest are
+/// summed in `other_samples`).
+pub const PROFILE_STACKS_KEPT: usize = 2000;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProfileReport {
+    /// Samples per second on each CPU.
+    pub hz: u64,
+    /// Samples of target tasks running in user mode.
+    pub user_samples: u64,
+    /// Samples of target tasks in the kernel whose stack was not kept
+    /// (a stack-map collision, or a full table).
+    pub lost_samples: u64,
+    /// Kernel stacks, leaf first, most samples first.
+    pub stacks: Vec<ProfileStack>,
+    /// Samples of the stacks past the kept ones.
+    pub other_samples: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProfileStack {
+    /// Function names, the interrupted one first.
+    pub frames: Vec<String>,
+    pub samples: u64,
+}
+
+/// Filling the page cache from a file: the read-ahead and read paths
+/// that allocate folios, insert them (`filemap_add_folio`, which
+/// charges the memcg) and submit their reads, on 6.1-6.18
+/// (mm/readahead.c, mm/filemap.c): for `read()` (filemap_read ->
+/// filemap_get_pages -> page_cache_sync_ra / filemap_create_folio) and
+/// for file faults (filemap_fault -> do_sync_mmap_readahead). A page
+/// cache hit passes through none of them.
+pub const PAGE_CACHE_FILL: &[&str] = &[
+    "page_cache_ra_unbounded",
+    "page_cache_ra_order",
+    "read_pages",
+    "force_page_cache_ra",
+    "filemap_add_folio",
+    "__filemap_add_folio",
+    "filemap_read_folio",
+    "filemap_create_folio",
+    "do_sync_mmap_readahead",
+    "do_async_mmap_readahead",
+    "filemap_readahead",
+];
+
+/// Reclaim and compaction entered from anywhere (a fill's memcg charge
+/// among them): their CPU is timed as reclaim's and compaction's own
+/// (the stall spans), so a sample below one of these is theirs.
+pub const RECLAIM_OR_COMPACTION: &[&str] = &[
+    "try_to_free_mem_cgroup_pages",
+    "try_to_free_pages",
+    "__alloc_pages_direct_reclaim",
+    "try_to_compact_pages",
+    "mem_cgroup_handle_over_high",
+];
+
+impl ProfileReport {
+    /// CPU-seconds spent filling the page cache outside reclaim and
+    /// compaction ([`PAGE_CACHE_FILL`]).
+    pub fn page_cache_fill_s(&self) -> f64 {
+        self.seconds(self.samples_within(PAGE_CACHE_FILL, RECLAIM_OR_COMPACTION))
+    }
+
+    /// Samples of target tasks in the kernel, kept or not.
+    pub fn kernel_samples(&self) -> u64 {
+        self.stacks.iter().map(|s| s.samples).sum::<u64>() + self.other_samples + self.lost_samples
+    }
+
+    /// Samples as CPU-seconds.
+    pub fn seconds(&self, samples: u64) -> f64 {
+        if self.hz == 0 {
+            0.0
+        } else {
+            samples as f64 / self.hz as f64
+        }
+    }
+
+    /// Samples of the kept stacks that pass through any of `within` and
+    /// through none of `outside` (function names; a compiler's clone of
+    /// one, `filemap_readahead.isra.0`, is that function).
+    pub fn samples_within(&self, within: &[&str], outside: &[&str]) -> u64 {
+        let has = |s: &ProfileStack, set: &[&str]| {
+            s.frames
+                .iter()
+                .any(|f| set.contains(&f.split('.').next().unwrap_or(f)))
+        };
+        self.stacks
+            .iter()
+            .filter(|s| has(s, within) && !has(s, outside))
+            .map(|s| s.samples)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack(frames: &[&str], samples: u64) -> ProfileStack {
+        ProfileStack {
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            samples,
+        }
+    }
+
+    #[test]
+    fn samples_within_a_function_leave_out_those_below_an_excluded_one() {
+        let p = ProfileReport {
+            hz: 500,
+            user_samples: 0,
+            lost_samples: 2,
+            stacks: vec![
+                stack(
+                    &["memcpy", "read_pages.isra.0", "page_cache_ra_unbounded"],
+                    100,
+                ),
+                stack(
+                    &[
+                        "shrink_folio_list",
+                        "try_to_free_mem_cgroup_pages",
+                        "read_pages",
+                    ],
+                    40,
+                ),
+                stack(&["copy_page_to_iter", "filemap_read"], 60),
+            ],
+            other_samples: 8,
+        };
+        let fill = p.samples_within(&["read_pages"], &["try_to_free_mem_cgroup_pages"]);
+        assert_eq!(fill, 100);
+        assert_eq!(p.kernel_samples(), 210);
+        assert!((p.seconds(fill) - 0.2).abs() < 1e-12);
+    }
+}
