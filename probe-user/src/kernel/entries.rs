@@ -24,7 +24,7 @@ use crate::{
 /// None when all three are off (`--no-stacks`, or this kernel lacks
 /// their tracepoints). `totals` gives the counters.
 pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ReclaimEntries>> {
-    if !probes.plan.takes_stacks() {
+    if !probes.plan.takes_entry_stacks() {
         return Ok(None);
     }
     let map = |name: &str| {
@@ -37,14 +37,11 @@ pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ReclaimEntr
         AyaHashMap::try_from(map(names::RECLAIM_ENTRIES)?)?;
     let cells: Vec<(EntryKey, EntryCell)> = cells.iter().flatten().collect();
     let stacks = StackTraceMap::try_from(map(names::ENTRY_STACKS)?)?;
-    // Unreadable symbols leave the frames in hex: never a lost window.
-    let symbols = match &probes.kallsyms {
-        Some(file) if !cells.is_empty() => Kallsyms::read(file).unwrap_or_else(|e| {
-            eprintln!("vmtrace: notice: reclaim entry stacks left in hex: {e:#}");
-            Kallsyms::default()
-        }),
-        _ => Kallsyms::default(),
-    };
+    let symbols = Kallsyms::for_stacks(
+        probes.kallsyms.as_ref(),
+        !cells.is_empty(),
+        "reclaim entry stacks",
+    );
     let frames = |id: i32| -> Vec<String> {
         let Ok(id) = u32::try_from(id) else {
             return Vec::new();

@@ -34,6 +34,19 @@ impl Kallsyms {
         Ok(syms)
     }
 
+    /// The symbols for `what` (a notice's subject) when there are
+    /// stacks to name: unreadable ones leave the frames in hex, with a
+    /// notice, never a lost window.
+    pub fn for_stacks(file: Option<&std::fs::File>, any: bool, what: &str) -> Kallsyms {
+        match file {
+            Some(file) if any => Kallsyms::read(file).unwrap_or_else(|e| {
+                eprintln!("vmtrace: notice: {what} left in hex: {e:#}");
+                Kallsyms::default()
+            }),
+            _ => Kallsyms::default(),
+        }
+    }
+
     /// Parses kallsyms text: `ADDR TYPE NAME` or `ADDR TYPE NAME\t[MODULE]`.
     /// Zero addresses (hidden) and non-text symbols are left out.
     pub fn parse(text: &str) -> Kallsyms {

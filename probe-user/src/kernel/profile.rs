@@ -33,14 +33,11 @@ pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ProfileRepo
     let cells: AyaHashMap<_, i32, u64> = AyaHashMap::try_from(map(names::PROFILE)?)?;
     let cells: Vec<(i32, u64)> = cells.iter().flatten().collect();
     let stacks = StackTraceMap::try_from(map(names::PROFILE_STACKS)?)?;
-    // Unreadable symbols leave the frames in hex: never a lost window.
-    let symbols = match &probes.kallsyms {
-        Some(file) if !cells.is_empty() => Kallsyms::read(file).unwrap_or_else(|e| {
-            eprintln!("vmtrace: notice: profile stacks left in hex: {e:#}");
-            Kallsyms::default()
-        }),
-        _ => Kallsyms::default(),
-    };
+    let symbols = Kallsyms::for_stacks(
+        probes.kallsyms.as_ref(),
+        !cells.is_empty(),
+        "profile stacks",
+    );
     let rows = cells.into_iter().map(|(id, samples)| {
         let frames = u32::try_from(id)
             .ok()

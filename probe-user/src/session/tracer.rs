@@ -85,7 +85,7 @@ impl Tracer {
             zones: sample::zone_spans(&zones),
             fault_latency: plan.is_enabled(MetricId::FaultLatency),
             max_cgroups,
-            entry_stacks: plan.takes_stacks(),
+            entry_stacks: plan.takes_entry_stacks(),
             profile: plan.is_enabled(MetricId::Profile),
         };
         let probes = probes::attach(plan, &layout)?;

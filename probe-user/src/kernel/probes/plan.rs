@@ -35,18 +35,22 @@ impl Plan {
         self.enabled.contains(&id)
     }
 
-    /// Whether any kernel stacks are taken (reclaim and compaction
-    /// entries, kswapd wakers: `ENTRY_STACKS` is theirs; the CPU
-    /// profile: `PROFILE_STACKS`).
-    pub fn takes_stacks(&self) -> bool {
+    /// Whether the ways in are taken (reclaim and compaction entries,
+    /// kswapd wakers: `ENTRY_STACKS` is theirs).
+    pub fn takes_entry_stacks(&self) -> bool {
         [
             MetricId::ReclaimEntries,
             MetricId::CompactionEntries,
             MetricId::KswapdWakePaths,
-            MetricId::Profile,
         ]
         .into_iter()
         .any(|id| self.is_enabled(id))
+    }
+
+    /// Whether any kernel stacks are taken (the ways in, or the CPU
+    /// profile's `PROFILE_STACKS`): kallsyms is needed.
+    pub fn takes_stacks(&self) -> bool {
+        self.takes_entry_stacks() || self.is_enabled(MetricId::Profile)
     }
 }
 
@@ -87,7 +91,7 @@ pub fn plan(
         plan.events.append(&mut resolved.events);
         plan.enabled.push(metric.id);
     }
-    if plan.takes_stacks() {
+    if plan.takes_entry_stacks() {
         plan.gfp_names = tracefs
             .format("vmscan", "mm_vmscan_memcg_reclaim_begin")?
             .and_then(|f| GfpNames::from_print_fmt(&f.print_fmt, "gfp_flags").ok());
