@@ -10,15 +10,15 @@
 //! measured on the job's own tasks. Each kind of second converts at the
 //! rate that bounds what it can cost the job:
 //!
-//! - a CPU-second (the target's; in older recordings also kswapd's,
-//!   other tasks', steal) costs `w = elapsed / machine busy
-//!   CPU-seconds`, at most 1: with B busy CPUs on average, one more
-//!   CPU-second of work delays the machine's work by about 1/B seconds
-//!   (a -j 8 job on 2 CPUs: 1/2, not 1/8). The job's own parallelism
-//!   (elapsed / its CPU-seconds) would not let unrelated busy CPUs
-//!   discount its work, but a hog sharing the job's CPUs also made the
-//!   job's reclaim 1.3 CPU-s slower per run (calibration.rs: 1.1 -> 2.4
-//!   s on a CPU), which that rate books to reclaim: not yet used;
+//! - a CPU-second of the target costs `w = elapsed / the job's
+//!   CPU-seconds`, at most 1: the job's own CPU parallelism, so that
+//!   busy CPUs outside the job never discount its work (a -j 8 job
+//!   on 2 CPUs keeps both busy: 1/2, not 1/8; one thread on a 64-CPU
+//!   runner with 39 unrelated busy CPUs: 1, not 1/40). What the
+//!   outside load cost the job is its waits behind it, measured.
+//!   Older recordings (no waits per holder) keep the model before:
+//!   `elapsed / the machine's busy CPU-seconds`, for every CPU-second,
+//!   other tasks' and kswapd's included;
 //! - a task-second of waiting (I/O waits, reclaim's and compaction's
 //!   sleeps, and time runnable behind a task outside the job: measured
 //!   per holder at the scheduler, probe-ebpf `contention`) costs `w_io =
@@ -49,6 +49,9 @@
 
 use serde::Serialize;
 
+mod basis;
+pub use basis::Basis;
+
 use super::measures::{Measure, delays};
 use super::{AttributionRow, ElapsedSplit, MetricRow};
 use crate::model::report::{ReclaimReport, RunReport, StallSplit};
@@ -70,6 +73,7 @@ use crate::model::schema::names_schema;
 pub enum Component {
     UserCpu,
     ReclaimCpu,
+    ReclaimCrossCpu,
     CompactionCpu,
     OtherSystemCpu,
     ReclaimWaits,
@@ -97,13 +101,14 @@ pub enum Kind {
 }
 
 /// The number of components.
-const N: usize = 14;
+const N: usize = 15;
 
 impl Component {
     /// Every component, in the order shown (the budget's order).
     pub const ALL: [Component; N] = [
         Component::UserCpu,
         Component::ReclaimCpu,
+        Component::ReclaimCrossCpu,
         Component::CompactionCpu,
         Component::OtherSystemCpu,
         Component::ReclaimWaits,
@@ -123,6 +128,7 @@ impl Component {
         match self {
             Component::UserCpu => "user CPU",
             Component::ReclaimCpu => "reclaim on-CPU",
+            Component::ReclaimCrossCpu => "reclaim TLB-flush IPIs",
             Component::CompactionCpu => "compaction on-CPU",
             Component::OtherSystemCpu => "other system CPU",
             Component::ReclaimWaits => "reclaim waits",
@@ -142,6 +148,7 @@ impl Component {
         match self {
             Component::UserCpu
             | Component::ReclaimCpu
+            | Component::ReclaimCrossCpu
             | Component::CompactionCpu
             | Component::OtherSystemCpu => Kind::TargetCpu,
             Component::ReclaimWaits
@@ -195,11 +202,12 @@ impl Component {
     /// component is not comparable either and explains nothing.
     pub fn sources(self, basis: Basis) -> &'static [Measure] {
         use Measure::{
-            BlockIoDelay, Compaction, IoWaitTime, MemstallSleepTime, ReclaimOnCpu,
+            BlockIoDelay, Compaction, IoWaitTime, MemstallSleepTime, ReclaimCrossCpu, ReclaimOnCpu,
             ReclaimStallTime, RunnableBehindKswapd, RunnableBehindOthers,
         };
         match self {
             Component::ReclaimCpu if basis.reclaim_split => &[ReclaimOnCpu],
+            Component::ReclaimCrossCpu => &[ReclaimOnCpu, ReclaimCrossCpu],
             Component::ReclaimCpu => &[ReclaimStallTime],
             Component::CompactionCpu if basis.compaction_split => &[],
             Component::CompactionCpu => &[Compaction],
@@ -228,78 +236,6 @@ impl Serialize for Component {
 }
 names_schema!(Component, Component::ALL.map(Component::label));
 
-/// What a comparison's budgets are computed from: a measured source
-/// only where every run has it, so that both groups' figures mean the
-/// same thing; else the older source, marked, for every run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Basis {
-    /// Reclaim stalls split at the scheduler (on-CPU, asleep).
-    pub reclaim_split: bool,
-    /// Compaction runs split likewise.
-    pub compaction_split: bool,
-    /// The target's I/O-wait sleeps timed at the scheduler.
-    pub io_waits: bool,
-    /// The machine's CPU time (/proc/stat).
-    pub machine_cpu: bool,
-    /// The target's waits for a CPU by who held it (probe-ebpf
-    /// contention): the waits behind tasks outside the job are
-    /// components, and the machine's other CPU time only context.
-    #[serde(default)]
-    pub cpu_waits: bool,
-    /// The target's memory-stall sleeps outside reclaim (memory.high's
-    /// penalty), timed at the scheduler.
-    #[serde(default)]
-    pub memstall: bool,
-}
-
-impl Basis {
-    pub fn of<'a>(runs: impl Iterator<Item = &'a RunReport> + Clone) -> Basis {
-        let all = |f: fn(&RunReport) -> bool| runs.clone().all(f);
-        Basis {
-            reclaim_split: all(|r| reclaims(r).all(|s| s.split.is_some())),
-            compaction_split: all(|r| r.compaction.as_ref().is_none_or(|c| c.split.is_some())),
-            io_waits: all(|r| r.io_waits.is_some()),
-            machine_cpu: all(|r| r.machine_cpu.is_some()),
-            cpu_waits: all(|r| r.runnable.is_some()),
-            memstall: all(|r| r.memstall_sleeps.is_some()),
-        }
-    }
-
-    /// Whether the component is in the budget at all (reclaim's and
-    /// compaction's sleeps need their split, the machine's components
-    /// the machine's CPU time).
-    pub fn has(self, c: Component) -> bool {
-        match c {
-            Component::ReclaimWaits => self.reclaim_split,
-            Component::CompactionWaits => self.compaction_split,
-            Component::CpuWaits | Component::KswapdWaits => self.cpu_waits,
-            Component::MemstallWaits => self.memstall,
-            _ if c.kind() == Kind::MachineCpu => self.machine_cpu,
-            _ => true,
-        }
-    }
-
-    /// Whether the component's seconds claim elapsed time: the machine's
-    /// other CPU time only where the job's waits for a CPU are not
-    /// measured (steal, the host's rate, always: see `attribute`).
-    pub fn claims(self, c: Component) -> bool {
-        c.kind() != Kind::MachineCpu || c == Component::Steal || !self.cpu_waits
-    }
-
-    /// Whether the component is computed from its older source.
-    pub fn fallback(self, c: Component) -> bool {
-        match c {
-            Component::ReclaimCpu => !self.reclaim_split,
-            Component::CompactionCpu => !self.compaction_split,
-            Component::BlockIoWaits => !self.io_waits,
-            Component::KswapdCpu | Component::OtherTasksCpu | Component::Interrupts => {
-                !self.cpu_waits
-            }
-            _ => false,
-        }
-    }
-}
-
 /// The direct and memcg reclaim reports a run has.
 fn reclaims(r: &RunReport) -> impl Iterator<Item = &ReclaimReport> {
     r.direct_reclaim.iter().chain(r.memcg_reclaim.iter())
@@ -320,6 +256,14 @@ pub(super) fn reclaim_split(r: &RunReport) -> Option<StallSplit> {
         t.run_delay_ns += x.run_delay_ns;
     }
     sum
+}
+
+/// Reclaim's on-CPU seconds in cross-CPU calls (TLB-flush IPIs): the
+/// profile's share of reclaim samples in them times the measured
+/// on-CPU time (None without either).
+pub(super) fn reclaim_cross_cpu_s(r: &RunReport) -> Option<f64> {
+    let share = r.profile.as_ref()?.reclaim_cross_cpu_share().unwrap_or(0.0);
+    Some(share * reclaim_split(r)?.on_cpu_ns as f64 / 1e9)
 }
 
 /// The machine's CPU time other than the target's, in CPU-seconds:
@@ -383,6 +327,10 @@ pub(super) fn budget(r: &RunReport, basis: Basis) -> [f64; N] {
     }
     .clamp(0.0, sys - reclaim);
     let other_sys = sys - reclaim - compaction;
+    // Reclaim's cross-CPU calls, out of its on-CPU time.
+    let cross = reclaim_cross_cpu_s(r)
+        .filter(|_| basis.has(Component::ReclaimCrossCpu))
+        .map_or(0.0, |c| c.clamp(0.0, reclaim));
     let blocked = |s: &Option<StallSplit>| s.as_ref().map_or(0.0, |s| secs(s.blocked_ns));
     let iowait = |s: &Option<StallSplit>| s.as_ref().map_or(0.0, |s| secs(s.iowait_ns));
     // Reclaim's and compaction's I/O waits are theirs: out of block I/O.
@@ -398,7 +346,8 @@ pub(super) fn budget(r: &RunReport, basis: Basis) -> [f64; N] {
     });
     [
         user,
-        reclaim,
+        reclaim - cross,
+        cross,
         compaction,
         other_sys,
         blocked(&rsplit),
@@ -526,6 +475,9 @@ struct GroupBudget {
     elapsed: f64,
     busy: Option<f64>,
     cpu_wait: Option<f64>,
+    /// CPU-seconds convert at the job's own rate (its waits per holder
+    /// are measured), not the machine's.
+    own_rate: bool,
 }
 
 impl GroupBudget {
@@ -544,7 +496,18 @@ impl GroupBudget {
                     .map(|d| d.cpu_ns as f64 / 1e9)
                     .collect(),
             ),
+            own_rate: basis.cpu_waits,
         }
+    }
+
+    /// The target's CPU-seconds.
+    fn target_cpu(&self) -> f64 {
+        Component::ALL
+            .iter()
+            .zip(&self.budget)
+            .filter(|(c, _)| c.kind() == Kind::TargetCpu)
+            .map(|(_, s)| s)
+            .sum()
     }
 
     /// The target's CPU-seconds and wait task-seconds together.
@@ -562,9 +525,14 @@ impl GroupBudget {
         elapsed_per_second(self.target(), self.elapsed)
     }
 
-    /// Elapsed seconds per CPU-second: 1 / the machine's busy CPUs, or
-    /// without them 1 / the job's concurrency.
+    /// Elapsed seconds per CPU-second: 1 / the job's CPU parallelism
+    /// where its waits behind others are measured; else (older
+    /// recordings) 1 / the machine's busy CPUs, or without them 1 / the
+    /// job's concurrency.
     fn w_cpu(&self) -> f64 {
+        if self.own_rate {
+            return elapsed_per_second(self.target_cpu(), self.elapsed);
+        }
         self.busy
             .map_or_else(|| self.w_io(), |b| elapsed_per_second(b, self.elapsed))
     }
@@ -663,6 +631,11 @@ pub(super) fn attribute(
             offsets: s.offsets.iter().sum(),
             scale: s.scale,
             busy_cpus: [a, b].map(|x| x.busy.and_then(|busy| per_elapsed(busy, x.elapsed))),
+            job_cpus: [a, b].map(|x| {
+                x.own_rate
+                    .then(|| per_elapsed(x.target_cpu(), x.elapsed))
+                    .flatten()
+            }),
             concurrency: [a, b].map(|x| per_elapsed(x.target(), x.elapsed)),
             seconds_per_cpu_second: w_cpu,
             seconds_per_wait_second: w_io,

@@ -98,6 +98,12 @@ measures! {
     ReclaimOnCpu => ("reclaim on-CPU", Seconds, Target, |r| {
         super::attribution::reclaim_split(r).map(|s| s.on_cpu_ns as f64 / 1e9)
     }),
+    // Reclaim's on-CPU time spent in cross-CPU calls (TLB-flush IPIs),
+    // by the profile's share of reclaim samples in them (None without
+    // the profile or the split).
+    ReclaimCrossCpu => ("reclaim TLB-flush IPIs", Seconds, Target, |r| {
+        super::attribution::reclaim_cross_cpu_s(r)
+    }),
     // The job's system CPU filling the page cache (read-ahead, folio
     // insertion, read submission), outside reclaim: sampled (None
     // without the profile).
@@ -241,6 +247,15 @@ measures! {
     // rusage and kswapd; analysis::attribution::machine_parts).
     OtherTasksCpu => ("other tasks' CPU", Seconds, Machine, |r| {
         super::attribution::machine_parts(r).map(|m| m.other_tasks)
+    }),
+    // The same per elapsed second, in % of one CPU: how busy other
+    // tasks kept the machine's CPUs, which does not grow merely because
+    // the job took longer (their CPU-seconds do).
+    OtherTasksLoad => ("other tasks' CPU load", Percent, Machine, |r| {
+        let wall = r.usage.wall_s;
+        super::attribution::machine_parts(r)
+            .filter(|_| wall > 0.0)
+            .map(|m| 100.0 * m.other_tasks / wall)
     }),
     Steal => ("steal", Seconds, Machine, |r| {
         super::attribution::machine_parts(r).map(|m| m.steal)

@@ -148,7 +148,28 @@ impl Evidence<'_> {
     /// guarded, or a group lacks it).
     /// Reclaim's part of the difference: its on-CPU time and sleeps.
     fn reclaim_seconds(&self) -> f64 {
-        self.comp(Component::ReclaimCpu) + self.comp(Component::ReclaimWaits)
+        let cross = if self.cross_cpu_is_contention() {
+            0.0
+        } else {
+            self.comp(Component::ReclaimCrossCpu)
+        };
+        self.comp(Component::ReclaimCpu) + cross + self.comp(Component::ReclaimWaits)
+    }
+
+    /// Whether reclaim's cross-CPU calls (TLB-flush IPIs) waited for
+    /// CPUs busy with tasks outside the job: their change goes to CPU
+    /// contention when other tasks kept the CPUs busier (their load, CPU
+    /// per elapsed second, changed significantly in the same direction:
+    /// the target CPUs ran them instead of idling in lazy-TLB mode, where
+    /// a flush skips them). Their CPU-seconds alone would not do: a load
+    /// present in both groups runs longer whenever the job does.
+    /// Otherwise the change is reclaim's own (more flushes, or costlier).
+    fn cross_cpu_is_contention(&self) -> bool {
+        let cross = self
+            .row(Component::ReclaimCrossCpu)
+            .map(|r| r.diffs[self.g - 1]);
+        self.real(OtherTasksLoad)
+            && matches!((cross, self.delta(OtherTasksLoad)), (Some(c), Some(o)) if c * o > 0.0)
     }
 
     /// The share of reclaim's change that refaults account for: every

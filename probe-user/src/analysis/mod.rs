@@ -247,12 +247,16 @@ pub struct ElapsedSplit {
     /// The machine's busy CPU-seconds per elapsed second, baseline and
     /// this group (None without the machine's CPU time).
     pub busy_cpus: [Option<f64>; 2],
+    /// The job's CPU-seconds per elapsed second, baseline and this
+    /// group, where CPU-seconds convert at the job's own rate (None:
+    /// they convert at the machine's, an older recording).
+    pub job_cpus: [Option<f64>; 2],
     /// The job's concurrency: its CPU-seconds and wait task-seconds per
     /// elapsed second, baseline and this group.
     pub concurrency: [Option<f64>; 2],
-    /// Elapsed seconds a CPU-second stood for (1 / busy CPUs, at most 1,
-    /// the mean of the two groups'; without the machine's CPU time, the
-    /// same as a wait's).
+    /// Elapsed seconds a CPU-second stood for (1 / the job's CPUs, at
+    /// most 1, the mean of the two groups'; in older recordings 1 / the
+    /// machine's busy CPUs, or without them the same as a wait's).
     pub seconds_per_cpu_second: f64,
     /// Elapsed seconds a wait task-second stood for (1 / concurrency, at
     /// most 1, the mean of the two groups').
@@ -696,7 +700,7 @@ mod tests {
             "reclaim waits",
             "-- the machine's other CPU time (CPU-s) --",
             "runnable behind others",
-            "busy CPUs",
+            "a CPU-second of the job counts",
         ] {
             assert!(text.contains(want), "{want:?} in\n{text}");
         }

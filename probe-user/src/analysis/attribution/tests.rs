@@ -427,6 +427,35 @@ fn a_hog_in_both_groups_claims_nothing() {
     assert!(!others.fallback);
 }
 
+/// The fourth case: a 64-CPU runner with 39 unrelated busy
+/// CPUs in both groups, B reclaims 3 s more on a CPU. At the machine's
+/// rate a CPU-second of the job counted 1/40 and the machine's other
+/// CPU took 98%; at the job's own (one thread: 1) reclaim is ~100%.
+#[test]
+fn unrelated_busy_cpus_do_not_discount_the_jobs_cpu() {
+    let on_runner = |mut r: RunReport| {
+        let wall = r.usage.wall_s;
+        if let Some(m) = r.machine_cpu.as_mut() {
+            m.cpus = 64;
+            m.idle_s = (64.0 * wall - m.user_s).max(0.0);
+        }
+        r
+    };
+    let a: Vec<RunReport> = (0..3)
+        .map(|k| on_runner(sorter(k, 0.0, 5.0, 0.1, 39.0)))
+        .collect();
+    let b: Vec<RunReport> = (0..3)
+        .map(|k| on_runner(sorter(k, 3.0, 8.0, 0.1, 39.0)))
+        .collect();
+    let (rows, splits) = compared(&a, &b);
+    let s = &splits[0];
+    assert!((s.seconds_per_cpu_second - 1.0).abs() < 1e-9, "{s:?}");
+    assert!(s.busy_cpus[0].is_some_and(|b| b > 39.0), "{s:?}");
+    assert!(s.job_cpus[0].is_some_and(|j| j < 1.0), "{s:?}");
+    assert!(share(&rows, Component::ReclaimCpu) > 0.95, "{rows:#?}");
+    assert_eq!(row(&rows, Component::OtherTasksCpu).elapsed[0], 0.0);
+}
+
 /// The second: the hog moves onto the job's CPU in B, which waits 5 s
 /// more behind it: CPU contention (runnable behind others) ~100%.
 #[test]

@@ -40,7 +40,11 @@ pub(super) fn kswapd(e: &Evidence) -> Option<Hint> {
 /// holder are measured other tasks' CPU claims nothing: it costs the job
 /// only the time the job waited behind it.
 pub(super) fn cpu_contention(e: &Evidence) -> Option<Hint> {
-    if !(e.real(OtherTasksCpu) || e.real(Steal) || e.real(CpuWait) || e.real(RunnableBehindOthers))
+    if !(e.real(OtherTasksCpu)
+        || e.real(Steal)
+        || e.real(CpuWait)
+        || e.real(RunnableBehindOthers)
+        || e.cross_cpu_is_contention())
     {
         return None;
     }
@@ -63,11 +67,21 @@ pub(super) fn cpu_contention(e: &Evidence) -> Option<Hint> {
     if e.real(Steal) {
         parts.push(format!("steal {}", e.pair(Steal, fmt_secs)));
     }
+    let cross = if e.cross_cpu_is_contention() {
+        parts.push(format!(
+            "reclaim's TLB-flush IPIs waiting on those CPUs {}",
+            e.pair(ReclaimCrossCpu, fmt_secs)
+        ));
+        e.comp(Component::ReclaimCrossCpu)
+    } else {
+        0.0
+    };
     Some(Hint {
         mechanism: Mechanism::CpuContention,
         seconds: e.comp(Component::CpuWaits)
             + e.comp(Component::OtherTasksCpu)
-            + e.comp(Component::Steal),
+            + e.comp(Component::Steal)
+            + cross,
         text: format!("CPU contention: {}", parts.join(", ")),
     })
 }

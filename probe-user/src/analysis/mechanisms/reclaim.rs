@@ -43,6 +43,12 @@ pub(super) fn reclaim(e: &Evidence) -> Option<Hint> {
             e.pair(LowPriorityShrinks, |v| format!("{v:.0}%"))
         ));
     }
+    if e.real(ReclaimCrossCpu) && !e.cross_cpu_is_contention() {
+        text.push_str(&format!(
+            "; TLB-flush IPIs {}",
+            e.pair(ReclaimCrossCpu, fmt_secs)
+        ));
+    }
     if let Some(way) = e.way_that_moved_most() {
         text.push_str(&format!("; moved most: {way}"));
     }

@@ -334,7 +334,15 @@ fn rates(s: &ElapsedSplit, l: &str) -> String {
         let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
         format!("A {}, {l} {}", f(x[0]), f(x[1]))
     };
-    if s.busy_cpus.iter().all(Option::is_some) {
+    if s.job_cpus.iter().all(Option::is_some) {
+        format!(
+            "; a CPU-second of the job counts 1/the CPUs it kept busy \
+             ({}), a task-second of waiting 1/the job's concurrency ({}), \
+             at most 1 s each",
+            f(s.job_cpus),
+            f(s.concurrency)
+        )
+    } else if s.busy_cpus.iter().all(Option::is_some) {
         format!(
             "; a CPU-second counts 1/the machine's busy CPUs ({}), a \
              task-second of waiting 1/the job's concurrency ({}), at most \
