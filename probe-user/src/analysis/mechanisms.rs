@@ -404,6 +404,13 @@ impl Evidence<'_> {
         )
     }
 
+    /// Both groups split major faults by cause (vmstat's, swap_causes).
+    fn has_fault_causes(&self) -> bool {
+        [0, self.g]
+            .iter()
+            .all(|&g| self.mean(SwapInFaults, g).is_some())
+    }
+
     /// More swap-ins: their system time is swap-in's, not "system CPU"'s.
     /// Where the runs split major faults by cause (swap_causes), the
     /// swap-in share decides; older recordings only have all of them.
@@ -539,11 +546,16 @@ fn swap_in(e: &Evidence) -> Option<Hint> {
     }
     // Its share of the I/O waits (the reads) and of the other system
     // CPU (faulting the pages in), as far as the evidence goes.
-    let mut text = format!(
-        "swap-in: major faults {}, I/O waits {}",
-        e.pair(MajorFaults, fmt_count_short),
-        e.io_pair()
-    );
+    // The faults the shares are computed from: vmstat's swap-in faults
+    // where the runs split them by cause. rusage's major faults count a
+    // fault retried on a swap-cache hit as major again, vmstat's
+    // pgmajfault once (mm/memory.c, do_swap_page), so the two differ.
+    let faults = if e.has_fault_causes() {
+        format!("swap-in faults {}", e.pair(SwapInFaults, fmt_count_short))
+    } else {
+        format!("major faults {}", e.pair(MajorFaults, fmt_count_short))
+    };
+    let mut text = format!("swap-in: {faults}, I/O waits {}", e.io_pair());
     if e.real(SwapInWait) {
         text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
     }
@@ -606,11 +618,12 @@ fn file_reads(e: &Evidence) -> Option<Hint> {
     if !e.real(FileReadFaults) {
         return None;
     }
+    // vmstat's faults, which the shares use (not rusage's: see swap_in).
     let text = format!(
-        "file reads (page cache misses, not swap-ins): major faults \
-         {}, of them file reads {}; file refaults {}; I/O waits {}",
-        e.pair(MajorFaults, fmt_count_short),
+        "file reads (page cache misses, not swap-ins): file read \
+         faults {}, swap-in faults {}; file refaults {}; I/O waits {}",
         e.pair(FileReadFaults, fmt_count_short),
+        e.pair(SwapInFaults, fmt_count_short),
         e.pair(FileRefaults, fmt_count_short),
         e.io_pair()
     );

@@ -339,6 +339,14 @@ fn file_reads_get_the_larger_share_when_they_dominate() {
         let (file, swap) = (seconds(Mechanism::FileReads), seconds(Mechanism::SwapIn));
         assert!(io > 0.0 && file > 0.0 && swap > 0.0, "{hints:#?}");
         assert!(file > swap, "file reads {file} <= swap-in {swap}");
+        // The faults printed are the ones the shares come from
+        // (vmstat's, by cause), not rusage's major faults.
+        for h in &hints {
+            if matches!(h.mechanism, Mechanism::SwapIn | Mechanism::FileReads) {
+                assert!(h.text.contains("swap-in faults"), "{}", h.text);
+                assert!(!h.text.contains("major faults"), "{}", h.text);
+            }
+        }
         // By what changed: 9000 more file reads, 1000 more swap-ins.
         assert!(
             (file / io - 9000.0 / 10000.0).abs() < 0.02,
