@@ -13,6 +13,13 @@
 //!    "system CPU"; seen 23% of the difference once, with major faults
 //!    84k -> 142k, failing the 20% bound on a cause that was planted).
 //!
+//! 4. (a second family, the job pinned to CPU 0 beside a hog on CPU 1)
+//!    the hog moved onto CPU 0 (cause: CPU contention);
+//! 5. in that family, the box shrunk to 64 MiB while the hog stays on
+//!    CPU 1 (a negative control: the box's mechanisms, and the load
+//!    present in both claims at most the job's measured waits behind
+//!    it, + 5 points).
+//!
 //! For each, the first mechanism must name the planted cause and, with
 //! the others that name it (the smaller box's is reclaim, swap-in and
 //! system CPU),
@@ -36,9 +43,28 @@ use crate::common::{fresh_scratch, guard, json_of, text_ok, vmtrace};
 const HOG: &[&str] = &["memhog", "--mib", "320", "--passes", "2"];
 const RUNS: usize = 3;
 
-/// One run into `dir/name`; `box_mib` the box; `blkio` a v1 blkio
-/// cgroup to run in. Returns the recording.
-fn run(dir: &Path, name: &str, box_mib: u32, blkio: Option<&Path>) -> PathBuf {
+/// Where a run goes: its box, a v1 blkio cgroup to run in, a CPU to
+/// pin vmtrace and the job to.
+#[derive(Clone, Copy)]
+struct Setup<'a> {
+    box_mib: u32,
+    blkio: Option<&'a Path>,
+    cpu: Option<usize>,
+}
+
+const BOX: Setup = Setup {
+    box_mib: 192,
+    blkio: None,
+    cpu: None,
+};
+
+/// One run into `dir/name` in `setup`. Returns the recording.
+fn run(dir: &Path, name: &str, setup: Setup) -> PathBuf {
+    let Setup {
+        box_mib,
+        blkio,
+        cpu,
+    } = setup;
     let path = dir.join(name);
     let mem = format!("{box_mib}M");
     let mut args = vec!["run", "-q", "-o"];
@@ -54,6 +80,20 @@ fn run(dir: &Path, name: &str, box_mib: u32, blkio: Option<&Path>) -> PathBuf {
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
                 std::fs::write(&procs, std::process::id().to_string())
+            });
+        }
+    }
+    if let Some(cpu) = cpu {
+        // SAFETY: pre_exec runs in the child between fork and exec; it
+        // only sets the child's CPU affinity, which the job inherits.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
             });
         }
     }
@@ -73,9 +113,13 @@ struct Hogs(Vec<Child>);
 
 impl Hogs {
     fn start() -> Hogs {
+        Hogs::on(&["0", "1"])
+    }
+
+    /// One loop pinned to each of `cpus`.
+    fn on(cpus: &[&str]) -> Hogs {
         Hogs(
-            ["0", "1"]
-                .iter()
+            cpus.iter()
                 .map(|cpu| {
                     let mut c = Command::new("taskset");
                     c.args(["-c", cpu, "sh", "-c", "while :; do :; done"]);
@@ -192,6 +236,34 @@ fn finds(a: &[PathBuf], b: &[PathBuf], cause: &[&str]) {
     }
 }
 
+/// A load present in both groups claims no more of the difference than
+/// the job's measured waits behind other tasks do, + 5 points.
+fn contention_within_its_waits(a: &[PathBuf], b: &[PathBuf]) {
+    let (c, text) = compare(a, b);
+    let v = &c["versus"][0];
+    let diff = v["split"]["difference"].as_f64().expect("difference");
+    let claimed = v["hints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|h| h["mechanism"] == "CPU contention")
+        .map(|h| h["seconds"].as_f64().unwrap_or(0.0))
+        .sum::<f64>();
+    let waits = c["attribution"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["component"] == "runnable behind others")
+        .map(|r| r["elapsed"][0].as_f64().unwrap_or(0.0))
+        .sum::<f64>();
+    eprintln!(
+        "a hog in both groups: CPU contention {:.0}%, the waits behind it {:.0}%",
+        100.0 * claimed / diff,
+        100.0 * waits / diff
+    );
+    assert!(claimed / diff <= waits / diff + 0.05, "{text}");
+}
+
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn planted_causes_are_found_and_aa_is_noise() {
@@ -200,30 +272,62 @@ fn planted_causes_are_found_and_aa_is_noise() {
     let slow = SlowDevice::new(Path::new("/var/tmp"), 32 << 20);
     let (mut a, mut a2, mut hogs, mut throttled, mut small) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The second family: the job pinned to CPU 0 beside a hog on CPU 1
+    // (Ah), the hog moved onto CPU 0 (cause: CPU contention), and the
+    // hog left on CPU 1 while the box shrinks (a load present in both:
+    // it may claim no more than the job's measured waits behind it).
+    let (mut ah, mut moved, mut small_h) = (Vec::new(), Vec::new(), Vec::new());
+    let pinned = Setup {
+        cpu: Some(0),
+        ..BOX
+    };
     // Rounds of A, each planted B, and A' (the A/A pair): three, then
     // more (up to six) while a planted B is not yet significantly
     // slower. This guest's steal moves a run by a second or two; the
     // smaller box's +45% once came out at p = 0.036 after three. The
     // A/A verdict is not used to stop, so its false-alarm rate stays 5%.
     for k in 0..2 * RUNS {
-        a.push(run(&dir, &format!("base-{k}.json"), 192, None));
+        a.push(run(&dir, &format!("base-{k}.json"), BOX));
         {
             let _h = Hogs::start();
-            hogs.push(run(&dir, &format!("hogs-{k}.json"), 192, None));
+            hogs.push(run(&dir, &format!("hogs-{k}.json"), BOX));
         }
-        throttled.push(run(&dir, &format!("slow-{k}.json"), 192, Some(&slow.0)));
-        small.push(run(&dir, &format!("small-{k}.json"), 64, None));
-        a2.push(run(&dir, &format!("base2-{k}.json"), 192, None));
+        let throttle = Setup {
+            blkio: Some(&slow.0),
+            ..BOX
+        };
+        throttled.push(run(&dir, &format!("slow-{k}.json"), throttle));
+        let smaller = Setup { box_mib: 64, ..BOX };
+        small.push(run(&dir, &format!("small-{k}.json"), smaller));
+        {
+            let _h = Hogs::on(&["1"]);
+            ah.push(run(&dir, &format!("base-h-{k}.json"), pinned));
+            let smaller = Setup {
+                box_mib: 64,
+                ..pinned
+            };
+            small_h.push(run(&dir, &format!("small-h-{k}.json"), smaller));
+        }
+        {
+            let _h = Hogs::on(&["0"]);
+            moved.push(run(&dir, &format!("moved-{k}.json"), pinned));
+        }
+        a2.push(run(&dir, &format!("base2-{k}.json"), BOX));
         if k + 1 >= RUNS
-            && [&hogs, &throttled, &small]
-                .iter()
-                .all(|b| compare(&a, b).0["versus"][0]["verdict"] == "slower")
+            && [(&a, &hogs), (&a, &throttled), (&a, &small)]
+                .into_iter()
+                .chain([(&ah, &moved), (&ah, &small_h)])
+                .all(|(a, b)| compare(a, b).0["versus"][0]["verdict"] == "slower")
         {
             break;
         }
     }
     drop(slow);
     finds(&a, &hogs, &["CPU contention"]);
+    finds(&ah, &moved, &["CPU contention"]);
+    let box_causes = ["reclaim", "swap-in", "system CPU", "refaults"];
+    finds(&ah, &small_h, &box_causes);
+    contention_within_its_waits(&ah, &small_h);
     finds(&a, &throttled, &["swap-in"]);
     finds(&a, &small, &["reclaim", "swap-in", "system CPU"]);
     // A/A: at p < 0.05 one comparison of equal groups in 20 is a false
@@ -241,8 +345,8 @@ fn planted_causes_are_found_and_aa_is_noise() {
         assert_eq!(attempt, 0, "A/A twice not within noise:\n{text}");
         pair = (Vec::new(), Vec::new());
         for k in 0..RUNS {
-            pair.0.push(run(&dir, &format!("aa-{k}.json"), 192, None));
-            pair.1.push(run(&dir, &format!("aa2-{k}.json"), 192, None));
+            pair.0.push(run(&dir, &format!("aa-{k}.json"), BOX));
+            pair.1.push(run(&dir, &format!("aa2-{k}.json"), BOX));
         }
     }
 }
