@@ -86,6 +86,11 @@ enum Task {
         /// per-cgroup buckets; cardinality.md). 300 for the documented run
         #[arg(long, value_name = "CGROUPS")]
         cardinality: Option<usize>,
+        /// Also: the eBPF programs' cost against the same programs at
+        /// commit REV (built in target/bench-baseline), in alternating
+        /// pairs of runs, one per round
+        #[arg(long, value_name = "REV")]
+        baseline: Option<String>,
     },
     /// Does compare name a cause it was not told? With --kernels: Debian's
     /// 6.1 tree built stock and with each planted patch
@@ -129,6 +134,7 @@ fn main() {
             out,
             soak,
             cardinality,
+            baseline,
         } => bench::bench(&bench::BenchOptions {
             rounds,
             workloads,
@@ -136,6 +142,7 @@ fn main() {
             out,
             soak,
             cardinality,
+            baseline,
         }),
         Task::Calibrate {
             kernels,

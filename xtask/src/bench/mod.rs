@@ -11,6 +11,7 @@
 //! for vmtrace and bpftrace. Nothing here is a pass/fail test: the
 //! results go to a Markdown file (docs/BENCHMARKS.md quotes it).
 
+mod baseline;
 mod cardinality;
 mod costs;
 mod measure;
@@ -38,6 +39,8 @@ pub struct BenchOptions {
     pub soak: Option<u64>,
     /// Run only the exporter's cardinality check, with this many cgroups.
     pub cardinality: Option<usize>,
+    /// Also the programs' cost against this commit (`baseline`).
+    pub baseline: Option<String>,
 }
 
 /// A workload of the bench: the bundled workload's arguments (the box
@@ -107,6 +110,11 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
     install_peers(&tools)?;
     build::build()?;
     let vmtrace = util::root().join("target/release/vmtrace");
+    let baseline = opts
+        .baseline
+        .as_deref()
+        .map(baseline::prepare)
+        .transpose()?;
     let out = out_dir(opts);
     let scratch = out.join("scratch");
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
@@ -128,6 +136,10 @@ pub fn bench(opts: &BenchOptions) -> Result<()> {
         let results = bench.timed_rounds(w, &args, &mut csv)?;
         let costs = bench.program_costs(&args)?;
         md.push_str(&section(w, &tools, &results, &costs));
+        if let Some((rev, bin)) = &baseline {
+            let pairs = baseline::pairs(opts.rounds, bin, &vmtrace, &args, &scratch)?;
+            md.push_str(&baseline::section(rev, &pairs));
+        }
     }
     let _ = std::fs::remove_dir_all(&scratch);
     let report = out.join("bench.md");
