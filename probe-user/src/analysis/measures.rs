@@ -172,6 +172,21 @@ measures! {
     FileReadFaults => ("file read faults", Count, Machine, |r| {
         causes(r)?.file_faults().map(|v| v as f64)
     }),
+    // The job's block reads that were not swap reads, in pages:
+    // rusage's block input (submit_bio's task_io_account_read, every
+    // read bio the job's tasks submitted, swap-ins' and file reads'
+    // alike) less the swap device's reads (pswpin, machine-wide: another
+    // task's swap-ins can hide the job's file reads, never add to them).
+    // Faults do not count file reads: a sequential read through a
+    // mapping is one major fault, the rest find the folio readahead
+    // put in flight (filemap_fault), and read() makes none. None where
+    // the job's reads were not recorded (attach: no rusage) but swap
+    // reads were.
+    FileReadPages => ("file pages read", Pages, Target, |r| {
+        let read = r.usage.in_blocks as f64 * 512.0 / 4096.0;
+        let swap = r.vmstat.pswpin as f64;
+        (r.usage.in_blocks > 0 || swap == 0.0).then(|| (read - swap).max(0.0))
+    }),
     FileRefaults => ("file refaults", Pages, Machine, |r| {
         causes(r)?.refault_file.map(|v| v as f64)
     }),

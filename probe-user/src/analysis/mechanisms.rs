@@ -267,14 +267,18 @@ impl Evidence<'_> {
 
     /// The fractions (swap-in, file reads) of the block I/O waits' part
     /// that their evidence supports, each in [0, 1], together 1 or 0:
-    /// the waits are the faults' (a swap-in or a file read waits for
-    /// its read on the folio lock, in an I/O wait), so they are shared
-    /// in proportion to what changed: the change of swap-in faults
-    /// against the change of file-read faults, each counted only when it
-    /// moved with the I/O waits' part (6000 more file reads beside the
-    /// same swap-ins: file reads, all of it). Where neither moved with
-    /// it, by the two kinds' levels averaged over the two groups. Where
-    /// the runs do not split major faults by cause, all are swap-ins.
+    /// the waits are the reads' (a swap-in or a file read waits for its
+    /// read on the folio lock, in an I/O wait), so they are shared in
+    /// proportion to what changed: the pages read from the swap device
+    /// against the job's other pages read (`FileReadPages`), each
+    /// counted only when it moved with the I/O waits' part (96 MiB more
+    /// read through a mapping beside the same swap-ins: file reads, all
+    /// of it). Where the runs lack the job's block input, by major
+    /// faults by cause instead (a sequential file read is one fault per
+    /// readahead window, so faults undercount it). Where neither moved
+    /// with the part, by the two kinds' levels averaged over the two
+    /// groups. Where the runs do not split major faults by cause and
+    /// lack block input, all are swap-ins.
     ///
     /// Not the swap device's read time: a throttled or congested
     /// device holds the reads before they are issued (blk-throttle,
@@ -292,15 +296,18 @@ impl Evidence<'_> {
         let split = [0, self.g]
             .iter()
             .any(|&g| self.mean(SwapInFaults, g).is_some());
-        let swapins = if split { SwapInFaults } else { MajorFaults };
+        let (swapins, files) = if self.has_file_pages() {
+            (ReadFromSwapDevice, Some(FileReadPages))
+        } else if split {
+            (SwapInFaults, Some(FileReadFaults))
+        } else {
+            (MajorFaults, None)
+        };
         let moved = |key| {
             self.delta(key)
                 .map_or(0.0, |d| (d * part.signum()).max(0.0))
         };
-        let (swap, file) = (
-            moved(swapins),
-            if split { moved(FileReadFaults) } else { 0.0 },
-        );
+        let (swap, file) = (moved(swapins), files.map_or(0.0, moved));
         if swap + file > 0.0 {
             return (swap / (swap + file), file / (swap + file));
         }
@@ -316,11 +323,7 @@ impl Evidence<'_> {
             }
         };
         let swap = level(swapins).max(0.0);
-        let file = if split {
-            level(FileReadFaults).max(0.0)
-        } else {
-            0.0
-        };
+        let file = files.map_or(0.0, |k| level(k).max(0.0));
         if swap + file > 0.0 {
             (swap / (swap + file), file / (swap + file))
         } else {
@@ -377,7 +380,21 @@ impl Evidence<'_> {
 
     /// Swap-in (or zswap) is named: either claims swap-in's seconds.
     fn swap_named(&self) -> bool {
-        self.zswap_moved() || self.swaps_in() || (self.io_real() && !self.real(FileReadFaults))
+        self.zswap_moved() || self.swaps_in() || (self.io_real() && !self.file_reads_moved())
+    }
+
+    /// Both groups have the job's block input split from the swap
+    /// device's reads (`FileReadPages`).
+    fn has_file_pages(&self) -> bool {
+        [0, self.g]
+            .iter()
+            .all(|&g| self.mean(FileReadPages, g).is_some())
+    }
+
+    /// File reads changed: the job's pages read besides swap, or the
+    /// file-read faults.
+    fn file_reads_moved(&self) -> bool {
+        self.real(FileReadFaults) || self.real(FileReadPages)
     }
 
     /// What swap-in (or zswap) claims: its share of the block I/O waits
@@ -615,12 +632,22 @@ fn zswap(e: &Evidence) -> Option<Hint> {
 /// never-read file pages: filemap_fault), not swap-ins; named apart so
 /// that a compile's re-read headers are not called swap-in.
 fn file_reads(e: &Evidence) -> Option<Hint> {
-    if !e.real(FileReadFaults) {
+    if !e.file_reads_moved() {
         return None;
     }
-    // vmstat's faults, which the shares use (not rusage's: see swap_in).
+    // What the shares use: the pages read, or vmstat's faults (not
+    // rusage's: see swap_in).
+    let read = if e.has_file_pages() {
+        format!(
+            "pages read {} (swap device {}), ",
+            e.pair(FileReadPages, fmt_count_short),
+            e.pair(ReadFromSwapDevice, fmt_count_short)
+        )
+    } else {
+        String::new()
+    };
     let text = format!(
-        "file reads (page cache misses, not swap-ins): file read \
+        "file reads (page cache misses, not swap-ins): {read}file read \
          faults {}, swap-in faults {}; file refaults {}; I/O waits {}",
         e.pair(FileReadFaults, fmt_count_short),
         e.pair(SwapInFaults, fmt_count_short),

@@ -541,3 +541,49 @@ fn extra_file_reads_take_the_io_waits_when_swap_ins_hold_still() {
 }
 
 mod profile;
+
+/// A file read through a mapping is one major fault per readahead
+/// window (filemap_fault finds the rest in flight): B reads 24k more
+/// pages with the same faults. The job's pages read besides swap
+/// (rusage's block input less pswpin) carry the I/O waits' part to file
+/// reads, none of it to swap-in (measured: 96 MiB read through a
+/// mapping of a throttled disk, faults 2 -> 1, pages 190 -> 24.6k).
+#[test]
+fn file_reads_by_pages_read_when_their_faults_hold_still() {
+    let run = |i: u64, worse: bool, file_pages: u64| {
+        let r = measured_run(i, worse, 1000, 1000, true);
+        let in_blocks = (r.vmstat.pswpin + file_pages) * 8;
+        RunReport {
+            usage: crate::model::report::Usage {
+                in_blocks,
+                ..r.usage
+            },
+            ..r
+        }
+    };
+    let a: Vec<RunReport> = (0..3).map(|i| run(i, false, 200 + i)).collect();
+    let b: Vec<RunReport> = (0..3).map(|i| run(i, true, 24_000 + i)).collect();
+    let (rows, _, hints) = hints_of(&a, &b);
+    let io = rows
+        .iter()
+        .find(|r| r.component == Component::BlockIoWaits)
+        .map_or(0.0, |r| r.elapsed[0]);
+    let seconds = |m: Mechanism| {
+        hints
+            .iter()
+            .find(|h| h.mechanism == m)
+            .map_or(0.0, |h| h.seconds)
+    };
+    let file = seconds(Mechanism::FileReads);
+    assert!(
+        io > 0.0 && (file - io).abs() < 1e-6 * io,
+        "{file} of {io}: {hints:#?}"
+    );
+    assert_eq!(seconds(Mechanism::SwapIn), 0.0, "{hints:#?}");
+    let text = &hints
+        .iter()
+        .find(|h| h.mechanism == Mechanism::FileReads)
+        .map(|h| h.text.clone())
+        .unwrap_or_default();
+    assert!(text.contains("pages read 201 -> 24.0k"), "{text}");
+}
