@@ -118,6 +118,11 @@ pub struct MemhogArgs {
     /// process
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
+    /// Then, its memory freed, read FILE (a block device too) through a
+    /// read-only mapping, a byte per page: each page not in the page
+    /// cache is a file read (from disk, under readahead)
+    #[arg(long, value_name = "FILE")]
+    pub then_read: Option<std::path::PathBuf>,
     /// Print what was done on stderr
     #[arg(short, long)]
     pub verbose: bool,
@@ -147,6 +152,22 @@ pub fn memhog_main(args: impl IntoIterator<Item = OsString>) -> i32 {
             "memhog: {} pages, {} touches, checksum {:016x}",
             stats.pages, stats.touches, stats.checksum
         );
+    }
+    if let Some(file) = &args.then_read {
+        match crate::memhog::read_mapped(file) {
+            Ok((pages, sum)) if args.verbose => {
+                eprintln!(
+                    "memhog: read {} pages of {}, sum {sum}",
+                    pages,
+                    file.display()
+                );
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("memhog: error: --then-read {}: {e}", file.display());
+                return 2;
+            }
+        }
     }
     0
 }

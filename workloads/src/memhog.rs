@@ -169,6 +169,47 @@ fn run_in(buf: &mut [u64], passes: usize, seed: u64) -> Stats {
     stats
 }
 
+/// Reads `path` (a file or a block device) through a private read-only
+/// mapping, one byte of every page, in order: each page the page cache
+/// lacks is read from disk (filemap_fault, under readahead). Returns
+/// the pages read and the sum of the bytes (so the reads stay).
+pub fn read_mapped(path: &std::path::Path) -> std::io::Result<(usize, u64)> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::fd::AsRawFd;
+    let mut f = std::fs::File::open(path)?;
+    // A block device's length is its end, not its metadata's.
+    let len = usize::try_from(f.seek(SeekFrom::End(0))?)
+        .map_err(|_| std::io::Error::other("too large to map"))?;
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    // SAFETY: a fresh read-only private mapping of an open file; it is
+    // only read through below and unmapped before return.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut sum = 0u64;
+    let pages = len.div_ceil(PAGE);
+    for i in 0..pages {
+        // SAFETY: i * PAGE < len, inside the mapping; volatile so that
+        // every page is touched.
+        sum += u64::from(unsafe { std::ptr::read_volatile((p as *const u8).add(i * PAGE)) });
+    }
+    // SAFETY: the mapping made above, not used after.
+    unsafe { libc::munmap(p, len) };
+    Ok((pages, sum))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +254,23 @@ mod tests {
         let s = h.as_mut_slice();
         assert_eq!(s.len(), (4 << 20) / 8);
         assert_eq!(s.as_ptr() as usize % HUGE, 0);
+    }
+
+    #[test]
+    fn read_mapped_touches_every_page_of_the_file() {
+        let dir = std::env::temp_dir().join(format!("memhog-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        // Three pages and a bit: 4 pages, each starting with its number.
+        let mut data = vec![0u8; 3 * PAGE + 10];
+        for (i, page) in data.chunks_mut(PAGE).enumerate() {
+            page[0] = i as u8 + 1;
+        }
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(read_mapped(&path).unwrap(), (4, 1 + 2 + 3 + 4));
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(read_mapped(&path).unwrap(), (0, 0));
+        assert!(read_mapped(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
