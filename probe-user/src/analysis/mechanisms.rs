@@ -392,9 +392,11 @@ impl Evidence<'_> {
     }
 
     /// File reads changed: the job's pages read besides swap, or the
-    /// file-read faults.
+    /// file-read faults; or its pages read went from none in every run
+    /// to some in every run (a job that read nothing but swap: no
+    /// t-test judges a group of zeros).
     fn file_reads_moved(&self) -> bool {
-        self.real(FileReadFaults) || self.real(FileReadPages)
+        self.real(FileReadFaults) || self.real(FileReadPages) || self.switched(FileReadPages)
     }
 
     /// What swap-in (or zswap) claims: its share of the block I/O waits

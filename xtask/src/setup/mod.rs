@@ -72,6 +72,8 @@ const DEBIAN: &[(&str, &str, Need)] = &[
     ("bpftrace", "bpftrace", Need::Test),
     ("busybox", "busybox-static", Need::Test),
     ("mkfs.ext4", "e2fsprogs", Need::Test),
+    // The calibration's throttled disk of file reads (a loop device).
+    ("losetup", "mount", Need::Test),
     ("xz", "xz-utils", Need::Test),
 ];
 
