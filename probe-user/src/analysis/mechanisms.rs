@@ -503,14 +503,14 @@ pub(super) fn hints(
     }
     let mechanisms: [fn(&Evidence) -> Option<Hint>; 11] = [
         oom_kills,
-        zswap,
-        file_reads,
-        swap_in,
+        io::zswap,
+        io::file_reads,
+        io::swap_in,
         reclaim::reclaim,
         cpu::kswapd,
         cpu::cpu_contention,
         reclaim::refaults,
-        swap_out,
+        io::swap_out,
         reclaim::compaction,
         system_cpu,
     ];
@@ -559,144 +559,6 @@ fn victims_said(this: &[super::VictimCount], base: &[super::VictimCount]) -> Str
     format!("; victims: {}", said.join(", "))
 }
 
-fn swap_in(e: &Evidence) -> Option<Hint> {
-    if e.zswap_moved() || !e.swap_named() {
-        return None;
-    }
-    // Its share of the I/O waits (the reads) and of the other system
-    // CPU (faulting the pages in), as far as the evidence goes.
-    // The faults the shares are computed from: vmstat's swap-in faults
-    // where the runs split them by cause. rusage's major faults count a
-    // fault retried on a swap-cache hit as major again, vmstat's
-    // pgmajfault once (mm/memory.c, do_swap_page), so the two differ.
-    let faults = if e.has_fault_causes() {
-        format!("swap-in faults {}", e.pair(SwapInFaults, fmt_count_short))
-    } else {
-        format!("major faults {}", e.pair(MajorFaults, fmt_count_short))
-    };
-    let mut text = format!("swap-in: {faults}, I/O waits {}", e.io_pair());
-    if e.real(SwapInWait) {
-        text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
-    }
-    if e.real(PagesPerSwapRead) {
-        text.push_str(&format!(
-            "; swap reads of {} pages each (readahead)",
-            e.pair(PagesPerSwapRead, |v| format!("{v:.1}"))
-        ));
-    }
-    if e.real(SwapReadP99) {
-        text.push_str(&format!(
-            "; swap read p99 {}",
-            e.pair(SwapReadP99, fmt_secs)
-        ));
-    }
-    Some(Hint {
-        mechanism: Mechanism::SwapIn,
-        seconds: e.swap_seconds(),
-        text,
-    })
-}
-
-/// Swap-ins served from (or no longer from) zswap: pages loaded from
-/// compressed memory instead of read from the swap device, so the block
-/// I/O waits of swap-in move with them. zswpin/zswpout count in
-/// zswap_load/zswap_store (mm/zswap.c, 6.1 to 6.18); pswpin only reads
-/// from the device (mm/page_io.c).
-fn zswap(e: &Evidence) -> Option<Hint> {
-    if !e.zswap_moved() {
-        return None;
-    }
-    let now = |g| e.mean(ZswapLoads, g).unwrap_or(0.0) + e.mean(ZswapStores, g).unwrap_or(0.0);
-    let lead = if now(e.g) >= now(0) {
-        "swap-ins served from zswap"
-    } else {
-        "swap-ins no longer served from zswap"
-    };
-    let mut text = format!(
-        "{lead}: I/O waits {}; zswap loads {}, stores {}; \
-         swap device reads {} pages",
-        e.io_pair(),
-        e.pair(ZswapLoads, fmt_count_short),
-        e.pair(ZswapStores, fmt_count_short),
-        e.pair(ReadFromSwapDevice, fmt_count_short)
-    );
-    if e.real(SwapInWait) {
-        text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
-    }
-    Some(Hint {
-        mechanism: Mechanism::Zswap,
-        seconds: e.swap_seconds(),
-        text,
-    })
-}
-
-/// Major faults that are file reads (page-cache misses of evicted or
-/// never-read file pages: filemap_fault), not swap-ins; named apart so
-/// that a compile's re-read headers are not called swap-in.
-fn file_reads(e: &Evidence) -> Option<Hint> {
-    if !e.file_reads_moved() {
-        return None;
-    }
-    // What the shares use: the pages read, or vmstat's faults (not
-    // rusage's: see swap_in).
-    let read = if e.has_file_pages() {
-        format!(
-            "pages read {} (swap device {}), ",
-            e.pair(FileReadPages, fmt_count_short),
-            e.pair(ReadFromSwapDevice, fmt_count_short)
-        )
-    } else {
-        String::new()
-    };
-    let text = format!(
-        "file reads (page cache misses, not swap-ins): {read}file read \
-         faults {}, swap-in faults {}; file refaults {}; I/O waits {}",
-        e.pair(FileReadFaults, fmt_count_short),
-        e.pair(SwapInFaults, fmt_count_short),
-        e.pair(FileRefaults, fmt_count_short),
-        e.io_pair()
-    );
-    // Their share of the I/O waits; swap-in (or zswap) has the rest.
-    Some(Hint {
-        mechanism: Mechanism::FileReads,
-        seconds: e.io_shares().1
-            * (e.comp(Component::BlockIoWaits) + e.comp(Component::Interrupts)),
-        text,
-    })
-}
-
-/// Swap-out changed: the pages swapped out through every backend, or
-/// the device's writes and their latency. The device's writes moving
-/// because zswap's stores moved is zswap's doing (its hint names it),
-/// not a change in how much was swapped out.
-fn swap_out(e: &Evidence) -> Option<Hint> {
-    let device = !e.zswap_moved() && e.real(WrittenToSwapDevice);
-    if !(e.real(PagesSwappedOut) || device || e.real(SwapWriteP99)) {
-        return None;
-    }
-    let to_device = e.pair(WrittenToSwapDevice, fmt_count_short);
-    // Recordings from before the split by backend have the device's only.
-    let pages = if [0, e.g]
-        .iter()
-        .any(|&g| e.mean(PagesSwappedOut, g).is_some())
-    {
-        format!(
-            "{} pages, {to_device} of them to the swap device",
-            e.pair(PagesSwappedOut, fmt_count_short)
-        )
-    } else {
-        format!("{to_device} pages to the swap device")
-    };
-    Some(Hint {
-        mechanism: Mechanism::SwapOut,
-        seconds: 0.0,
-        text: format!(
-            "swap-out: {pages}, write p99 {}",
-            e.pair(SwapWriteP99, fmt_secs)
-        ),
-    })
-}
-
 /// System CPU otherwise: the other system CPU's part less what swap-in
 /// (or zswap) and refaults (filling the page cache again) claim of it.
 fn system_cpu(e: &Evidence) -> Option<Hint> {
@@ -714,6 +576,7 @@ fn system_cpu(e: &Evidence) -> Option<Hint> {
 }
 
 mod cpu;
+mod io;
 mod reclaim;
 mod zones;
 use zones::zone_shift;
