@@ -145,4 +145,3 @@ pub(super) fn swap_out(e: &Evidence) -> Option<Hint> {
         ),
     })
 }
-
