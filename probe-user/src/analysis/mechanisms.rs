@@ -32,7 +32,7 @@ use super::attribution::Component;
 use super::entries::EntryRow;
 use super::{AttributionRow, GroupInfo, Hint, MetricRow};
 use crate::model::entries::entry_chain;
-use crate::model::format::{fmt_count_short, fmt_secs};
+use crate::model::format::fmt_secs;
 use crate::model::report::RunReport;
 use crate::model::schema::names_schema;
 

@@ -1,6 +1,7 @@
 //! Tests of the mechanisms: each claims at most what its components
 //! hold, together at most the difference, shares by evidence.
 
+use super::io::{file_reads, swap_in, swap_out, zswap};
 use super::*;
 use crate::model::report::ZoneTypeCounts;
 
