@@ -123,6 +123,8 @@ fn add_delays(f: &Fields, delays: *const u8, limit: u64) {
         (f.delay_freepages, Counter::DelayFreepagesNs),
         (f.delay_thrashing, Counter::DelayThrashingNs),
         (f.delay_compact, Counter::DelayCompactNs),
+        (f.delay_wpcopy, Counter::DelayWpcopyNs),
+        (f.delay_irq, Counter::DelayIrqNs),
     ] {
         if field.size == 8 {
             // SAFETY: bpf_probe_read_kernel checks the address.

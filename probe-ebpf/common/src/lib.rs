@@ -146,6 +146,11 @@ signal_ids! {
         DelayFreepagesNs => ("delay_freepages_ns", "delay accounting: reclaim (ns)"),
         DelayThrashingNs => ("delay_thrashing_ns", "delay accounting: thrashing (ns)"),
         DelayCompactNs => ("delay_compact_ns", "delay accounting: compaction (ns)"),
+        /// Write-protect copies (a COW fault's copy, 6.0+) and the time
+        /// the tasks' CPU time lost to interrupts (6.5+, booked only with
+        /// CONFIG_IRQ_TIME_ACCOUNTING: psi_account_irqtime).
+        DelayWpcopyNs => ("delay_wpcopy_ns", "delay accounting: write-protect copy (ns)"),
+        DelayIrqNs => ("delay_irq_ns", "delay accounting: IRQ/softirq (ns)"),
         /// Time target threads waited for a CPU (runnable, not running):
         /// `task_struct.sched_info.run_delay`, kept while delay accounting is on.
         DelayCpuNs => ("delay_cpu_ns", "waiting for a CPU (ns)"),
@@ -993,6 +998,8 @@ pub struct Fields {
     pub delay_freepages: Field,
     pub delay_thrashing: Field,
     pub delay_compact: Field,
+    pub delay_wpcopy: Field,
+    pub delay_irq: Field,
     /// `task_struct.sched_info` (embedded) and `sched_info.run_delay`.
     pub task_sched_info: Field,
     /// `task_struct.start_time`: CLOCK_MONOTONIC ns at fork, the bound

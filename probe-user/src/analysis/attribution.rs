@@ -203,9 +203,11 @@ impl Component {
     pub fn sources(self, basis: Basis) -> &'static [Measure] {
         use Measure::{
             BlockIoDelay, Compaction, IoWaitTime, MemstallSleepTime, ReclaimCrossCpu, ReclaimOnCpu,
-            ReclaimStallTime, RunnableBehindKswapd, RunnableBehindOthers,
+            ReclaimStallTime, RunnableBehindKswapd, RunnableBehindOthers, Steal, SystemCpu,
+            UserCpu,
         };
         match self {
+            Component::UserCpu => &[UserCpu],
             Component::ReclaimCpu if basis.reclaim_split => &[ReclaimOnCpu],
             Component::ReclaimCrossCpu => &[ReclaimOnCpu, ReclaimCrossCpu],
             Component::ReclaimCpu => &[ReclaimStallTime],
@@ -213,16 +215,17 @@ impl Component {
             Component::CompactionCpu => &[Compaction],
             // What is left of system time after the two above.
             Component::OtherSystemCpu => match (basis.reclaim_split, basis.compaction_split) {
-                (true, true) => &[ReclaimOnCpu],
-                (true, false) => &[ReclaimOnCpu, Compaction],
-                (false, true) => &[ReclaimStallTime],
-                (false, false) => &[ReclaimStallTime, Compaction],
+                (true, true) => &[SystemCpu, ReclaimOnCpu],
+                (true, false) => &[SystemCpu, ReclaimOnCpu, Compaction],
+                (false, true) => &[SystemCpu, ReclaimStallTime],
+                (false, false) => &[SystemCpu, ReclaimStallTime, Compaction],
             },
             Component::BlockIoWaits if basis.io_waits => &[IoWaitTime],
             Component::BlockIoWaits => &[BlockIoDelay],
             Component::MemstallWaits => &[MemstallSleepTime],
             Component::CpuWaits => &[RunnableBehindOthers],
             Component::KswapdWaits => &[RunnableBehindKswapd],
+            Component::Steal => &[Steal],
             _ => &[],
         }
     }

@@ -25,6 +25,8 @@
 //! - delay accounting: see model::recording::environment::DelayAccounting.
 //! - THP/mTHP: one fault maps up to 512 pages (a 2 MiB THP) or a mTHP
 //!   size: a fault count no longer counts pages.
+//! - interrupt and steal time: see
+//!   model::recording::environment::CpuTimeAccounting.
 //! - the job's file system: tmpfs files are swap-backed (their evictions
 //!   are swap-outs, their refaults swap-ins); on a disk file system they
 //!   are page-cache reads; over 9p/NFS the reads are not block I/O.
@@ -47,16 +49,20 @@ pub enum Setting {
     DelayAccounting,
     Thp,
     JobFileSystem,
+    IrqTime,
+    StealTime,
 }
 
 impl Setting {
     /// Every setting, in the order of the enum.
-    pub const ALL: [Setting; 5] = [
+    pub const ALL: [Setting; 7] = [
         Setting::Mglru,
         Setting::BoxCgroup,
         Setting::DelayAccounting,
         Setting::Thp,
         Setting::JobFileSystem,
+        Setting::IrqTime,
+        Setting::StealTime,
     ];
 
     /// As printed: for reading only, no decision reads it.
@@ -67,6 +73,8 @@ impl Setting {
             Setting::DelayAccounting => "delay accounting",
             Setting::Thp => "THP",
             Setting::JobFileSystem => "job file system",
+            Setting::IrqTime => "interrupt time",
+            Setting::StealTime => "steal time",
         }
     }
 }
@@ -148,6 +156,23 @@ const TABLE: &[(Setting, &str, &[Measure])] = &[
             Measure::IoWaitTime,
         ],
     ),
+    (
+        Setting::IrqTime,
+        "with IRQ_TIME_ACCOUNTING interrupts are out of the tasks' CPU \
+         time; without it the task they hit is charged for them",
+        &[
+            Measure::SystemCpu,
+            Measure::KswapdCpu,
+            Measure::OtherTasksCpu,
+            Measure::OtherTasksLoad,
+        ],
+    ),
+    (
+        Setting::StealTime,
+        "a guest with PARAVIRT_TIME_ACCOUNTING takes the host's steal out \
+         of its tasks' CPU time; bare metal has none, other guests charge it",
+        &[Measure::Steal, Measure::SystemCpu, Measure::UserCpu],
+    ),
 ];
 
 /// A setting's value in one recording or run.
@@ -174,6 +199,22 @@ fn values(setting: Setting) -> Value {
         Setting::JobFileSystem => {
             Box::new(|g, _| env_values(g, |e| e.job_fs.clone().unwrap_or_default()))
         }
+        // Unknown (no readable kernel config, older recordings) is "",
+        // which `distinct` drops: compared only where both groups know.
+        Setting::IrqTime => Box::new(|g, _| {
+            env_values(g, |e| {
+                e.cpu_time_accounting
+                    .as_ref()
+                    .map_or(String::new(), |a| a.irq_line().into())
+            })
+        }),
+        Setting::StealTime => Box::new(|g, _| {
+            env_values(g, |e| {
+                e.cpu_time_accounting
+                    .as_ref()
+                    .map_or(String::new(), |a| a.steal_line().into())
+            })
+        }),
     }
 }
 

@@ -273,7 +273,8 @@ impl Evidence<'_> {
     /// against the job's other pages read (`FileReadPages`), each
     /// counted only when it moved with the I/O waits' part (96 MiB more
     /// read through a mapping beside the same swap-ins: file reads, all
-    /// of it). Where the runs lack the job's block input, by major
+    /// of it; a change within noise counts as none). Where the runs
+    /// lack the job's block input, by major
     /// faults by cause instead (a sequential file read is one fault per
     /// readahead window, so faults undercount it). Where neither moved
     /// with the part, by the two kinds' levels averaged over the two
@@ -303,7 +304,13 @@ impl Evidence<'_> {
         } else {
             (MajorFaults, None)
         };
+        // A change within noise is no evidence: a throttled swap device
+        // with the same swap-ins and a few more file pages read by
+        // chance (a t-test's p = 0.4) gave file reads the whole share.
         let moved = |key| {
+            if !(self.real(key) || self.switched(key)) {
+                return 0.0;
+            }
             self.delta(key)
                 .map_or(0.0, |d| (d * part.signum()).max(0.0))
         };

@@ -6,8 +6,8 @@
 use std::{collections::BTreeMap, path::Path};
 
 use crate::model::recording::environment::{
-    DelayAccounting, Environment, VM_SYSCTLS, cpu_model, cpus, fs_type_of, meminfo_bytes,
-    parse_swaps, selected,
+    CpuTimeAccounting, DelayAccounting, Environment, VM_SYSCTLS, cpu_model, cpus, fs_type_of,
+    meminfo_bytes, parse_swaps, selected,
 };
 
 impl Environment {
@@ -54,8 +54,35 @@ impl Environment {
             guest_storage: std::env::var("VMTRACE_GUEST_STORAGE")
                 .ok()
                 .filter(|s| !s.is_empty()),
+            cpu_time_accounting: kernel_config(root, &read("proc/sys/kernel/osrelease"))
+                .and_then(|c| CpuTimeAccounting::of(&c, &cpuinfo)),
         }
     }
+}
+
+/// The most of a kernel configuration read (a .config is ~300 KiB).
+const CONFIG_LIMIT: u64 = 8 << 20;
+
+/// The running kernel's configuration: /proc/config.gz (IKCONFIG_PROC),
+/// else /boot/config-<release>; None without either.
+fn kernel_config(root: &Path, release: &Option<String>) -> Option<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    let gz = std::fs::File::open(root.join("proc/config.gz"))
+        .ok()
+        .and_then(|f| {
+            flate2::read::GzDecoder::new(f)
+                .take(CONFIG_LIMIT)
+                .read_to_string(&mut text)
+                .ok()
+        });
+    if gz.is_some() {
+        return Some(text);
+    }
+    let release = release.as_deref().filter(|r| !r.contains('/'))?;
+    let f = std::fs::File::open(root.join("boot").join(format!("config-{release}"))).ok()?;
+    f.take(CONFIG_LIMIT).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// The selected mode of every hugepages-<size>kB/enabled under `dir`.
@@ -101,7 +128,16 @@ mod tests {
             std::fs::write(path, text).expect("write");
         };
         write("proc/sys/kernel/osrelease", "6.1.0-57-amd64\n");
-        write("proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU\n");
+        write(
+            "proc/cpuinfo",
+            "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu hypervisor\n",
+        );
+        // Debian's way: no /proc/config.gz, the config beside the image.
+        write(
+            "boot/config-6.1.0-57-amd64",
+            "CONFIG_TICK_CPU_ACCOUNTING=y\nCONFIG_IRQ_TIME_ACCOUNTING=y\n\
+             # CONFIG_PARAVIRT_TIME_ACCOUNTING is not set\n",
+        );
         write("proc/meminfo", "MemTotal:       1024 kB\n");
         write("proc/sys/vm/swappiness", "60\n");
         write(
@@ -131,5 +167,40 @@ mod tests {
             DelayAccounting::SwapinPolledBlkioSchedule
         );
         assert_eq!(env.zswap_enabled, None);
+        assert_eq!(
+            env.cpu_time_accounting,
+            Some(CpuTimeAccounting {
+                irq_time: true,
+                guest: true,
+                steal_time: false,
+            })
+        );
+    }
+
+    /// /proc/config.gz is read through its decompressor, bounded.
+    #[test]
+    fn reads_a_compressed_config() {
+        use std::io::Write as _;
+        let root = crate::host::test_scratch("env-gz");
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("proc")).expect("mkdir");
+        let f = std::fs::File::create(root.join("proc/config.gz")).expect("create");
+        let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+        gz.write_all(
+            b"# CONFIG_IRQ_TIME_ACCOUNTING is not set\nCONFIG_PARAVIRT_TIME_ACCOUNTING=y\n",
+        )
+        .expect("write");
+        gz.finish().expect("finish");
+        let text = kernel_config(&root, &None);
+        let _ = std::fs::remove_dir_all(&root);
+        let a = text.and_then(|t| CpuTimeAccounting::of(&t, "flags : hypervisor"));
+        assert_eq!(
+            a,
+            Some(CpuTimeAccounting {
+                irq_time: false,
+                guest: true,
+                steal_time: true,
+            })
+        );
     }
 }

@@ -188,19 +188,24 @@ pub struct MemBox {
 pub struct BoxCounters {
     pub psi: Option<Psi>,
     pub events: BTreeMap<String, u64>,
+    /// The job's cgroup v2 group's cpu.pressure and io.pressure.
+    pub cpu_psi: Option<Psi>,
+    pub io_psi: Option<Psi>,
 }
 
 impl BoxCounters {
     /// `self - start`, counter by counter (a counter missing at the
     /// start counts from 0).
     pub fn since(&self, start: &BoxCounters) -> BoxCounters {
-        let psi = self.psi.map(|p| {
-            let s = start.psi.unwrap_or_default();
-            Psi {
-                some_us: p.some_us.saturating_sub(s.some_us),
-                full_us: p.full_us.saturating_sub(s.full_us),
-            }
-        });
+        let since = |now: Option<Psi>, then: Option<Psi>| {
+            now.map(|p| {
+                let s = then.unwrap_or_default();
+                Psi {
+                    some_us: p.some_us.saturating_sub(s.some_us),
+                    full_us: p.full_us.saturating_sub(s.full_us),
+                }
+            })
+        };
         let events = self
             .events
             .iter()
@@ -211,7 +216,12 @@ impl BoxCounters {
                 )
             })
             .collect();
-        BoxCounters { psi, events }
+        BoxCounters {
+            psi: since(self.psi, start.psi),
+            events,
+            cpu_psi: since(self.cpu_psi, start.cpu_psi),
+            io_psi: since(self.io_psi, start.io_psi),
+        }
     }
 }
 
@@ -281,10 +291,19 @@ impl MemBox {
             .pressure_cgroup()
             .and_then(|cg| cg.read("memory.pressure"))
             .and_then(|t| parse_psi(&t));
+        // The job's group's CPU and I/O pressure, box or not.
+        let v2 = |file: &str| {
+            self.v2_cgroup()
+                .and_then(|cg| cg.read(file))
+                .and_then(|t| parse_psi(&t))
+        };
+        let (cpu_psi, io_psi) = (v2("cpu.pressure"), v2("io.pressure"));
         let Some(cg) = &self.memcg else {
             return BoxCounters {
                 psi,
                 events: BTreeMap::new(),
+                cpu_psi,
+                io_psi,
             };
         };
         let events = match cg.version {
@@ -305,7 +324,12 @@ impl MemBox {
                 e
             }
         };
-        BoxCounters { psi, events }
+        BoxCounters {
+            psi,
+            events,
+            cpu_psi,
+            io_psi,
+        }
     }
 
     /// The box's PSI totals since it was made (None: no box with a
@@ -361,6 +385,8 @@ impl MemBox {
             swapfile: self.swapfile.as_ref().map(|s| s.path.display().to_string()),
             ..Default::default()
         };
+        let job = self.counters_now().since(&self.start);
+        (r.cpu_pressure, r.io_pressure) = (job.cpu_psi, job.io_psi);
         let Some(cg) = &self.memcg else {
             return r;
         };
@@ -540,8 +566,21 @@ mod tests {
         let at = |some_us, full_us, max, oom_kill| BoxCounters {
             psi: Some(Psi { some_us, full_us }),
             events: key_values(Some(format!("low 0\nmax {max}\noom_kill {oom_kill}\n"))),
+            cpu_psi: Some(Psi {
+                some_us: 2 * some_us,
+                full_us,
+            }),
+            io_psi: None,
         };
         let d = at(1_500, 700, 40, 1).since(&at(500, 200, 10, 0));
+        assert_eq!(
+            d.cpu_psi,
+            Some(Psi {
+                some_us: 2_000,
+                full_us: 500
+            })
+        );
+        assert_eq!(d.io_psi, None);
         assert_eq!(
             d.psi,
             Some(Psi {

@@ -46,6 +46,19 @@ pub struct BoxReport {
     /// v2, or PSI off.
     #[serde(default)]
     pub pressure: Option<Psi>,
+    /// The job's cgroup v2 group's CPU and I/O pressure over the run
+    /// (`cpu.pressure`, `io.pressure`; end minus start, us), box or
+    /// not: a second, kernel-measured reading of its waits. psi.c counts
+    /// a task in `some` of CPU while it is runnable and not running
+    /// (TSK_RUNNING beyond TSK_ONCPU) and of I/O while it sleeps in
+    /// io_schedule (in_iowait: TSK_IOWAIT), 6.1 to 6.18; per CPU and
+    /// weighted by non-idle time, as for memory. For one thread
+    /// they are its run_delay and its I/O waits. None: no cgroup v2
+    /// group, or PSI off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure: Option<Psi>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_pressure: Option<Psi>,
     /// The file `pressure` was read from (the cgroup's path).
     #[serde(default)]
     pub pressure_file: Option<String>,

@@ -405,6 +405,15 @@ pub struct DelayReport {
     /// Waiting for refaulted pages (thrashing).
     pub thrashing_ns: u64,
     pub compact_ns: u64,
+    /// Write-protect copies (COW faults copying a page; 6.0+, else 0).
+    #[serde(default)]
+    pub wpcopy_ns: u64,
+    /// CPU time the tasks lost to interrupts while they ran: 6.5+ and
+    /// only with CONFIG_IRQ_TIME_ACCOUNTING, which takes that time out of
+    /// the tasks' CPU time (kernel/sched/core.c update_rq_clock_task);
+    /// without it the interrupted task's CPU time holds it, and this is 0.
+    #[serde(default)]
+    pub irq_ns: u64,
     /// Waiting for a CPU while runnable (run-queue delay).
     #[serde(default)]
     pub cpu_ns: u64,

@@ -39,17 +39,14 @@ impl Drop for Hog {
 
 /// The report of `vmtrace run --no-box` of `job` pinned to CPU 0.
 fn pinned_run(job: &[&str]) -> Value {
-    let mut args = vec![
-        "run",
-        "--json",
-        "--progress",
-        "none",
-        "--no-box",
-        "--",
-        "taskset",
-        "-c",
-        "0",
-    ];
+    pinned_run_in(&["--no-box"], job)
+}
+
+/// The report of `vmtrace run <how>` of `job` pinned to CPU 0.
+fn pinned_run_in(how: &[&str], job: &[&str]) -> Value {
+    let mut args = vec!["run", "--json", "--progress", "none"];
+    args.extend(how);
+    args.extend(["--", "taskset", "-c", "0"]);
     args.extend(job);
     let out = vmtrace(&args).output().expect("run vmtrace");
     assert!(
@@ -89,7 +86,7 @@ fn runnable(r: &Value) -> (Value, f64) {
 }
 
 /// One thread, a hog on its CPU: elapsed is its CPU time, its runnable
-/// time and its sleeps (within 2%); the runnable time per holder sums to
+/// time, its sleeps and its time lost to interrupts (within 2%); the runnable time per holder sums to
 /// at most run_delay, and the hog (another task) holds nearly all of it.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
@@ -105,9 +102,14 @@ fn a_single_thread_is_its_cpu_its_waits_and_its_sleeps() {
     let cpu = secs(&u["user_s"]) + secs(&u["sys_s"]);
     let run_delay = ns(&r["delays"]["cpu_ns"]);
     let io = ns(&r["io_waits"]["total_ns"]);
-    let parts = cpu + run_delay + io;
+    // With CONFIG_IRQ_TIME_ACCOUNTING the interrupts' time is out of the
+    // task's CPU time and in its irq delay (6.5+); else it is in the CPU
+    // time and the delay is 0.
+    let irq = ns(&r["delays"]["irq_ns"]);
+    let parts = cpu + run_delay + io + irq;
     println!(
-        "elapsed {wall:.3}s = CPU {cpu:.3} + runnable {run_delay:.3} + I/O {io:.3} = {parts:.3}"
+        "elapsed {wall:.3}s = CPU {cpu:.3} + runnable {run_delay:.3} + I/O {io:.3} \
+         + interrupted {irq:.3} = {parts:.3}"
     );
     assert!(wall > 0.5, "too short to judge: {wall}s");
     assert!(
@@ -141,4 +143,41 @@ fn two_sorters_on_one_cpu_wait_behind_the_job() {
     let job = ns(&x["behind_job_ns"]);
     assert!(job >= 0.8 * run_delay, "{job} of {run_delay}: {x}");
     assert!(ns(&x["behind_others_ns"]) < 0.15 * run_delay, "{x}");
+}
+
+/// The kernel's own reading of the same waits: one sorter pinned beside
+/// a hog, swapping in a 64 MiB box, against its cgroup's cpu.pressure
+/// and io.pressure (PSI). On one CPU, `some` is the time the thread was
+/// runnable and not running, and the time it slept in io_schedule
+/// (kernel/sched/psi.c: TSK_RUNNING beyond TSK_ONCPU, TSK_IOWAIT; the
+/// per-CPU weights are all on the one CPU the group ran on): its
+/// run_delay and vmtrace's I/O waits, within 10% + 20 ms (PSI reads the
+/// CPU clock, run_delay the runqueue's; the reads bracket the run).
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn the_job_pressure_agrees_with_its_measured_waits() {
+    let _g = guard();
+    let sorter = qsbench();
+    let r = {
+        let _hog = Hog::start();
+        pinned_run_in(&["--mem", "64M", "--swap", "512M"], &[&sorter, "-m", "96"])
+    };
+    let b = &r["membox"];
+    let (Some(cpu), Some(io)) = (b.get("cpu_pressure"), b.get("io_pressure")) else {
+        println!("no cgroup v2 group or no PSI here: nothing to cross-check ({b})");
+        return;
+    };
+    let us = |v: &Value| v.as_u64().map_or(f64::NAN, |n| n as f64 / 1e6);
+    let (cpu_some, io_some) = (us(&cpu["some_us"]), us(&io["some_us"]));
+    let run_delay = ns(&r["delays"]["cpu_ns"]);
+    let io_waits = ns(&r["io_waits"]["total_ns"]);
+    println!(
+        "CPU: PSI some {cpu_some:.3}s, run_delay {run_delay:.3}s; \
+         I/O: PSI some {io_some:.3}s, I/O waits {io_waits:.3}s"
+    );
+    assert!(run_delay > 0.5, "too little queueing to judge: {r:#}");
+    assert!(io_waits > 0.1, "too little I/O to judge: {r:#}");
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.1 * a.max(b) + 0.02;
+    assert!(near(cpu_some, run_delay), "{cpu_some} vs {run_delay}");
+    assert!(near(io_some, io_waits), "{io_some} vs {io_waits}");
 }

@@ -21,12 +21,14 @@ use crate::common::{fresh_scratch, guard, json_of, memhog, vmtrace};
 const TASK_DELAYACCT: &str = "/proc/sys/kernel/task_delayacct";
 
 /// The delay categories of the JSON report.
-const CATEGORIES: [&str; 6] = [
+const CATEGORIES: [&str; 8] = [
     "blkio_ns",
     "swapin_ns",
     "freepages_ns",
     "thrashing_ns",
     "compact_ns",
+    "wpcopy_ns",
+    "irq_ns",
     "cpu_ns",
 ];
 

@@ -567,6 +567,45 @@ fn file_reads_by_pages_read_when_their_faults_hold_still() {
     }
 }
 
+/// A slower swap device, the same swap-ins, and file pages read that
+/// differ by chance (B a few more, far within noise): the I/O waits are
+/// swap-in's, none file reads' (measured: the throttled swap device's
+/// 8.9 s went to a file-read share of a +1 page change).
+#[test]
+fn a_file_read_change_within_noise_claims_no_io() {
+    let run = |i: u64, worse: bool| {
+        let r = measured_run(i, worse, 1000, 0, true);
+        let noise = [10, 40, 12][i as usize] + u64::from(worse) * 6;
+        let in_blocks = (r.vmstat.pswpin + noise) * 8;
+        RunReport {
+            usage: crate::model::report::Usage {
+                in_blocks,
+                ..r.usage
+            },
+            ..r
+        }
+    };
+    let a: Vec<RunReport> = (0..3).map(|i| run(i, false)).collect();
+    let b: Vec<RunReport> = (0..3).map(|i| run(i, true)).collect();
+    let (rows, _, hints) = hints_of(&a, &b);
+    let io = rows
+        .iter()
+        .find(|r| r.component == Component::BlockIoWaits)
+        .map_or(0.0, |r| r.elapsed[0]);
+    let swap = hints
+        .iter()
+        .find(|h| h.mechanism == Mechanism::SwapIn)
+        .map_or(0.0, |h| h.seconds);
+    assert!(
+        io > 0.0 && swap >= io * (1.0 - 1e-6),
+        "{swap} of {io}: {hints:#?}"
+    );
+    assert!(
+        hints.iter().all(|h| h.mechanism != Mechanism::FileReads),
+        "{hints:#?}"
+    );
+}
+
 /// As above, A reading `base` pages besides swap (0: none in every run,
 /// which no t-test can judge).
 fn file_reads_by_pages(base: u64, run: &dyn Fn(u64, bool, u64) -> RunReport) {

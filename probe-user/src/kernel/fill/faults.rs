@@ -22,6 +22,8 @@ pub(super) fn delays(totals: &KernelTotals, accounting_on: bool, already_on: boo
         freepages_ns: totals.counter(Counter::DelayFreepagesNs),
         thrashing_ns: totals.counter(Counter::DelayThrashingNs),
         compact_ns: totals.counter(Counter::DelayCompactNs),
+        wpcopy_ns: totals.counter(Counter::DelayWpcopyNs),
+        irq_ns: totals.counter(Counter::DelayIrqNs),
         cpu_ns: totals.counter(Counter::DelayCpuNs),
         implausible: totals.counter(Counter::DelayImplausible),
         implausible_ns: totals.counter(Counter::DelayImplausibleNs),

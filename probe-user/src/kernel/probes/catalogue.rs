@@ -606,6 +606,8 @@ pub const CATALOGUE: &[Metric] = &[
                 member!(optional task_delay_info.freepages_delay, 8, delay_freepages),
                 member!(optional task_delay_info.thrashing_delay, 8, delay_thrashing),
                 member!(optional task_delay_info.compact_delay, 8, delay_compact),
+                member!(optional task_delay_info.wpcopy_delay, 8, delay_wpcopy),
+                member!(optional task_delay_info.irq_delay, 8, delay_irq),
                 member!(optional task_struct.sched_info, 8, task_sched_info),
                 member!(optional sched_info.run_delay, 8, sched_info_run_delay),
                 // When the thread was forked: no delay can be longer than

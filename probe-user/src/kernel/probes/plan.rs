@@ -321,6 +321,8 @@ mod tests {
                 ("task_delay_info", "freepages_delay") => Some(104),
                 ("task_delay_info", "thrashing_delay") => Some(136),
                 ("task_delay_info", "compact_delay") => Some(168),
+                ("task_delay_info", "wpcopy_delay") => Some(200),
+                ("task_delay_info", "irq_delay") => Some(232),
                 ("task_struct", "sched_info") => Some(1008),
                 ("sched_info", "run_delay") => Some(8),
                 // start_time (ktime at fork) on 6.1, 6.12 and 6.18 alike.

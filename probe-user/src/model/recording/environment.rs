@@ -74,6 +74,74 @@ pub struct Environment {
     /// job said (VMTRACE_GUEST_STORAGE); None on a machine of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_storage: Option<String>,
+    /// How the kernel books CPU time the tasks did not use themselves
+    /// (None where its configuration could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time_accounting: Option<CpuTimeAccounting>,
+}
+
+/// What a task's CPU time holds besides the task's own work, from the
+/// kernel's configuration (kernel/sched/core.c update_rq_clock_task and
+/// kernel/sched/cputime.c, 6.1 to 6.18 alike):
+/// - `irq_time`: CONFIG_IRQ_TIME_ACCOUNTING takes the time spent in
+///   interrupts out of the clock the running task is charged by (and
+///   books it as the task's irq delay, 6.5+); without it the task an
+///   interrupt hit is charged for it, and /proc/stat's irq and softirq
+///   columns are tick samples;
+/// - `steal_time`: a guest (the CPU's `hypervisor` flag) whose kernel
+///   has CONFIG_PARAVIRT_TIME_ACCOUNTING takes the host's steal out of
+///   that clock too; a guest without it charges steal to its tasks.
+///
+/// Two kernels that differ here give the job's CPU time and the
+/// machine's interrupts (or steal) different meanings: see the guards.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuTimeAccounting {
+    pub irq_time: bool,
+    /// Running under a hypervisor.
+    pub guest: bool,
+    pub steal_time: bool,
+}
+
+impl CpuTimeAccounting {
+    /// From kernel configuration text (`.config`, /proc/config.gz) and
+    /// /proc/cpuinfo; None when `config` holds no configuration.
+    pub fn of(config: &str, cpuinfo: &str) -> Option<CpuTimeAccounting> {
+        let on = |name: &str| {
+            let want = format!("CONFIG_{name}=y");
+            config.lines().any(|l| l.trim() == want)
+        };
+        if !config.lines().any(|l| l.starts_with("CONFIG_")) {
+            return None;
+        }
+        let guest = cpuinfo.lines().any(|l| {
+            l.split_once(':').is_some_and(|(k, v)| {
+                k.trim() == "flags" && v.split_whitespace().any(|f| f == "hypervisor")
+            })
+        });
+        Some(CpuTimeAccounting {
+            irq_time: on("IRQ_TIME_ACCOUNTING"),
+            guest,
+            steal_time: guest && on("PARAVIRT_TIME_ACCOUNTING"),
+        })
+    }
+
+    /// How interrupts are booked, as the guard prints it.
+    pub fn irq_line(&self) -> &'static str {
+        if self.irq_time {
+            "out of task time"
+        } else {
+            "in task time (ticks)"
+        }
+    }
+
+    /// How steal is booked, as the guard prints it.
+    pub fn steal_line(&self) -> &'static str {
+        match (self.guest, self.steal_time) {
+            (false, _) => "no host (bare metal)",
+            (true, true) => "guest, out of task time",
+            (true, false) => "guest, in task time",
+        }
+    }
 }
 
 /// Which waits the kernel's per-task delay accounting (kernel/delayacct.c,
@@ -260,6 +328,10 @@ impl Environment {
         }
         if let (Some(a), Some(b)) = (&self.job_fs, &other.job_fs) {
             cmp("job file system", a.clone(), b.clone());
+        }
+        if let (Some(a), Some(b)) = (&self.cpu_time_accounting, &other.cpu_time_accounting) {
+            cmp("interrupts", a.irq_line().into(), b.irq_line().into());
+            cmp("steal", a.steal_line().into(), b.steal_line().into());
         }
         if self.guest_storage.is_some() || other.guest_storage.is_some() {
             cmp(

@@ -48,6 +48,14 @@ pub(super) fn delays(o: &mut String, report: &RunReport) -> Result {
         fmt_ns(d.blkio_ns),
         fmt_ns(d.cpu_ns)
     )?;
+    if d.wpcopy_ns > 0 || d.irq_ns > 0 {
+        writeln!(
+            o,
+            "  write-protect copy {:>8}  interrupted (IRQ) {:>8}",
+            fmt_ns(d.wpcopy_ns),
+            fmt_ns(d.irq_ns)
+        )?;
+    }
     if let Some(w) = &report.io_waits {
         writeln!(
             o,

@@ -27,7 +27,35 @@ pub(super) fn box_counters(o: &mut String, report: &RunReport) -> Result {
     if let Some(text) = events_text(b) {
         labelled(o, "events:", &text)?;
     }
+    if let Some(text) = job_pressure_text(b) {
+        labelled(o, "waits:", &text)?;
+    }
     Ok(())
+}
+
+/// `CPU some 1.2s full 1.2s, I/O some 3.4s full 3.0s (the job's cgroup's
+/// cpu.pressure and io.pressure)`: the kernel's PSI reading of the job's
+/// runnable and I/O-wait time, beside vmtrace's own.
+fn job_pressure_text(b: &BoxReport) -> Option<String> {
+    let part = |what: &str, p: Option<crate::model::sample::Psi>| {
+        p.map(|p| {
+            format!(
+                "{what} some {} full {}",
+                fmt_ns(p.some_us * 1000),
+                fmt_ns(p.full_us * 1000)
+            )
+        })
+    };
+    let parts: Vec<String> = [part("CPU", b.cpu_pressure), part("I/O", b.io_pressure)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "job PSI {} (the job's cgroup's cpu.pressure and io.pressure)",
+            parts.join(", ")
+        )
+    })
 }
 
 /// `label` in the outcome's 10 columns, then `text` wrapped at 72 with
