@@ -117,22 +117,28 @@ fn add_delays(f: &Fields, delays: *const u8, limit: u64) {
         count(Counter::DelayUntracked, 1);
         return;
     }
-    for (field, counter) in [
-        (f.delay_blkio, Counter::DelayBlkioNs),
-        (f.delay_swapin, Counter::DelaySwapinNs),
-        (f.delay_freepages, Counter::DelayFreepagesNs),
-        (f.delay_thrashing, Counter::DelayThrashingNs),
-        (f.delay_compact, Counter::DelayCompactNs),
-        (f.delay_wpcopy, Counter::DelayWpcopyNs),
-        (f.delay_irq, Counter::DelayIrqNs),
-    ] {
-        if field.size == 8 {
-            // SAFETY: bpf_probe_read_kernel checks the address.
-            let ns = unsafe {
-                bpf_probe_read_kernel(delays.add(field.offset as usize) as *const u64).unwrap_or(0)
-            };
-            add_delay(counter, ns, limit);
-        }
+    // One call per field, not a loop over a table: with seven entries
+    // the compiler kept the loop and indexed the counters through the
+    // table, an index the verifier cannot bound ("R0 unbounded memory
+    // access").
+    add_delay_field(delays, f.delay_blkio, Counter::DelayBlkioNs, limit);
+    add_delay_field(delays, f.delay_swapin, Counter::DelaySwapinNs, limit);
+    add_delay_field(delays, f.delay_freepages, Counter::DelayFreepagesNs, limit);
+    add_delay_field(delays, f.delay_thrashing, Counter::DelayThrashingNs, limit);
+    add_delay_field(delays, f.delay_compact, Counter::DelayCompactNs, limit);
+    add_delay_field(delays, f.delay_wpcopy, Counter::DelayWpcopyNs, limit);
+    add_delay_field(delays, f.delay_irq, Counter::DelayIrqNs, limit);
+}
+
+/// Adds one `task_delay_info` member (where this kernel has it).
+#[inline(always)]
+fn add_delay_field(delays: *const u8, field: Field, counter: Counter, limit: u64) {
+    if field.size == 8 {
+        // SAFETY: bpf_probe_read_kernel checks the address.
+        let ns = unsafe {
+            bpf_probe_read_kernel(delays.add(field.offset as usize) as *const u64).unwrap_or(0)
+        };
+        add_delay(counter, ns, limit);
     }
 }
 

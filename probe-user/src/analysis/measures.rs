@@ -187,6 +187,15 @@ measures! {
         let swap = r.vmstat.pswpin as f64;
         (r.usage.in_blocks > 0 || swap == 0.0).then(|| (read - swap).max(0.0))
     }),
+    // rusage's block output: task_io_account_write in
+    // folio_account_dirtied (mm/page-writeback.c, 6.1 to 6.18), the
+    // page-cache pages the job's tasks dirtied on a file system that
+    // writes back to a device (not tmpfs, not swap-out); ru_oublock is
+    // ioac.write_bytes >> 9. None for an attach (no rusage of tasks
+    // vmtrace did not start).
+    FileWritePages => ("file pages written", Pages, Target, |r| {
+        (!r.attached).then(|| r.usage.out_blocks as f64 * 512.0 / 4096.0)
+    }),
     FileRefaults => ("file refaults", Pages, Machine, |r| {
         causes(r)?.refault_file.map(|v| v as f64)
     }),

@@ -42,6 +42,7 @@ pub enum Mechanism {
     OomKills,
     Zswap,
     FileReads,
+    Writeback,
     SwapIn,
     Reclaim,
     Kswapd,
@@ -55,10 +56,11 @@ pub enum Mechanism {
 
 impl Mechanism {
     /// Every mechanism, in the order of the enum.
-    pub const ALL: [Mechanism; 12] = [
+    pub const ALL: [Mechanism; 13] = [
         Mechanism::OomKills,
         Mechanism::Zswap,
         Mechanism::FileReads,
+        Mechanism::Writeback,
         Mechanism::SwapIn,
         Mechanism::Reclaim,
         Mechanism::Kswapd,
@@ -76,6 +78,7 @@ impl Mechanism {
             Mechanism::OomKills => "OOM kills",
             Mechanism::Zswap => "zswap",
             Mechanism::FileReads => "file reads",
+            Mechanism::Writeback => "writeback",
             Mechanism::SwapIn => "swap-in",
             Mechanism::Reclaim => "reclaim",
             Mechanism::Kswapd => "kswapd",
@@ -97,6 +100,26 @@ impl Serialize for Mechanism {
 }
 names_schema!(Mechanism, Mechanism::ALL.map(Mechanism::name));
 
+/// The shares of the block I/O waits' part (see `Evidence::io_shares`).
+#[derive(Clone, Copy, Debug, Default)]
+struct IoShares {
+    swap: f64,
+    reads: f64,
+    writes: f64,
+}
+
+impl IoShares {
+    /// `[swap, reads, writes]` as fractions of their sum (None: 0).
+    fn of(v: [f64; 3]) -> Option<IoShares> {
+        let total: f64 = v.iter().sum();
+        (total > 0.0).then(|| IoShares {
+            swap: v[0] / total,
+            reads: v[1] / total,
+            writes: v[2] / total,
+        })
+    }
+}
+
 /// What the mechanisms read: group `g` against the baseline.
 struct Evidence<'a> {
     g: usize,
@@ -109,6 +132,19 @@ struct Evidence<'a> {
 }
 
 impl Evidence<'_> {
+    /// A significant change of at least 5%, or a switch from none to
+    /// some: evidence that a quantity moved. Significance alone is not:
+    /// the same build's 2503 -> 2498 pages written was significant
+    /// (every run wrote the same files) and means nothing.
+    fn moved(&self, key: Measure) -> bool {
+        let material = self
+            .metric(key)
+            .and_then(|m| m.changes[self.g - 1])
+            .and_then(|c| c.pct)
+            .is_none_or(|p| p.abs() >= 5.0);
+        (self.real(key) && material) || self.switched(key)
+    }
+
     fn metric(&self, key: Measure) -> Option<&MetricRow> {
         self.metrics.iter().find(|m| m.measure == key)
     }
@@ -265,34 +301,37 @@ impl Evidence<'_> {
         self.pair(key, fmt_secs)
     }
 
-    /// The fractions (swap-in, file reads) of the block I/O waits' part
-    /// that their evidence supports, each in [0, 1], together 1 or 0:
-    /// the waits are the reads' (a swap-in or a file read waits for its
-    /// read on the folio lock, in an I/O wait), so they are shared in
-    /// proportion to what changed: the pages read from the swap device
-    /// against the job's other pages read (`FileReadPages`), each
-    /// counted only when it moved with the I/O waits' part (96 MiB more
-    /// read through a mapping beside the same swap-ins: file reads, all
-    /// of it; a change within noise counts as none). Where the runs
-    /// lack the job's block input, by major
+    /// The fractions (swap-in, file reads, writeback) of the block I/O
+    /// waits' part that their evidence supports, each in [0, 1],
+    /// together 1 or 0: the waits are the reads' (a swap-in or a file
+    /// read waits for its read on the folio lock, in an I/O wait) and
+    /// the writes' (a task that dirtied file pages waits in
+    /// balance_dirty_pages' io_schedule_timeout, fsync in
+    /// folio_wait_writeback), so they are shared in proportion to what
+    /// changed: the pages read from the swap device, the job's other
+    /// pages read (`FileReadPages`) and the file pages it dirtied
+    /// (`FileWritePages`), each counted only when it moved with the I/O
+    /// waits' part (96 MiB more read through a mapping beside the same
+    /// swap-ins: file reads, all of it; a change within noise counts as
+    /// none). Where the runs lack the job's block input, by major
     /// faults by cause instead (a sequential file read is one fault per
-    /// readahead window, so faults undercount it). Where neither moved
-    /// with the part, by the two kinds' levels averaged over the two
+    /// readahead window, so faults undercount it). Where nothing moved
+    /// with the part, by the kinds' levels averaged over the two
     /// groups. Where the runs do not split major faults by cause and
-    /// lack block input, all are swap-ins.
+    /// lack block input, all the reads are swap-ins.
     ///
     /// Not the swap device's read time: a throttled or congested
     /// device holds the reads before they are issued (blk-throttle,
     /// the tag wait), which that time, issue to completion, leaves out;
     /// a planted 8 MB/s throttle took the I/O waits from 2.8 s to 56 s
     /// with the device's read time unchanged.
-    fn io_shares(&self) -> (f64, f64) {
+    fn io_shares(&self) -> IoShares {
         let Some(row) = self.row(Component::BlockIoWaits) else {
-            return (0.0, 0.0);
+            return IoShares::default();
         };
         let part = row.elapsed[self.g - 1];
         if part == 0.0 {
-            return (0.0, 0.0);
+            return IoShares::default();
         }
         let split = [0, self.g]
             .iter()
@@ -304,19 +343,24 @@ impl Evidence<'_> {
         } else {
             (MajorFaults, None)
         };
-        // A change within noise is no evidence: a throttled swap device
-        // with the same swap-ins and a few more file pages read by
-        // chance (a t-test's p = 0.4) gave file reads the whole share.
+        let writes = [0, self.g]
+            .iter()
+            .all(|&g| self.mean(FileWritePages, g).is_some())
+            .then_some(FileWritePages);
+        let keys = [Some(swapins), files, writes];
+        // A change within noise, or too small to matter, is no evidence:
+        // a throttled swap device with the same swap-ins and a few more
+        // file pages read by chance (a t-test's p = 0.4) gave file reads
+        // the whole share.
         let moved = |key| {
-            if !(self.real(key) || self.switched(key)) {
+            if !self.moved(key) {
                 return 0.0;
             }
             self.delta(key)
                 .map_or(0.0, |d| (d * part.signum()).max(0.0))
         };
-        let (swap, file) = (moved(swapins), files.map_or(0.0, moved));
-        if swap + file > 0.0 {
-            return (swap / (swap + file), file / (swap + file));
+        if let Some(s) = IoShares::of(keys.map(|k| k.map_or(0.0, moved))) {
+            return s;
         }
         let level = |key| {
             let v: Vec<f64> = [0, self.g]
@@ -326,16 +370,10 @@ impl Evidence<'_> {
             if v.is_empty() {
                 0.0
             } else {
-                v.iter().sum::<f64>() / v.len() as f64
+                (v.iter().sum::<f64>() / v.len() as f64).max(0.0)
             }
         };
-        let swap = level(swapins).max(0.0);
-        let file = files.map_or(0.0, |k| level(k).max(0.0));
-        if swap + file > 0.0 {
-            (swap / (swap + file), file / (swap + file))
-        } else {
-            (0.0, 0.0)
-        }
+        IoShares::of(keys.map(|k| k.map_or(0.0, level))).unwrap_or_default()
     }
 
     /// The fraction of the other system CPU's part that swap-in's work
@@ -410,7 +448,8 @@ impl Evidence<'_> {
     /// and of the interrupts (the reads' completions: block softirqs),
     /// and of the other system CPU.
     fn swap_seconds(&self) -> f64 {
-        self.io_shares().0 * (self.comp(Component::BlockIoWaits) + self.comp(Component::Interrupts))
+        self.io_shares().swap
+            * (self.comp(Component::BlockIoWaits) + self.comp(Component::Interrupts))
             + self.swap_sys_share() * self.comp(Component::OtherSystemCpu)
     }
 
@@ -508,10 +547,11 @@ pub(super) fn hints(
     if kills_only || groups[g].runs == 0 || groups[0].runs == 0 {
         return oom_kills(&e).into_iter().collect();
     }
-    let mechanisms: [fn(&Evidence) -> Option<Hint>; 11] = [
+    let mechanisms: [fn(&Evidence) -> Option<Hint>; 12] = [
         oom_kills,
         io::zswap,
         io::file_reads,
+        io::writeback,
         io::swap_in,
         reclaim::reclaim,
         cpu::kswapd,

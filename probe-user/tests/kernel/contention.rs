@@ -2,7 +2,8 @@
 //! `contention`), against the kernel's own run_delay (delay accounting,
 //! summed over the job's tasks at exit) and the job's rusage: a sorter
 //! pinned to one CPU beside a hog pinned there too (outside the job),
-//! and two sorters of one job pinned to one CPU (self-contention).
+//! and two sorters of one job pinned to one CPU (self-contention); and
+//! the job cgroup's PSI (cpu.pressure, io.pressure) against its waits.
 
 use std::process::{Command, Stdio};
 
@@ -151,8 +152,12 @@ fn two_sorters_on_one_cpu_wait_behind_the_job() {
 /// runnable and not running, and the time it slept in io_schedule
 /// (kernel/sched/psi.c: TSK_RUNNING beyond TSK_ONCPU, TSK_IOWAIT; the
 /// per-CPU weights are all on the one CPU the group ran on): its
-/// run_delay and vmtrace's I/O waits, within 10% + 20 ms (PSI reads the
-/// CPU clock, run_delay the runqueue's; the reads bracket the run).
+/// run_delay and vmtrace's I/O waits. Measured on 6.18.44, three runs:
+/// PSI's CPU 4-5% above run_delay, its I/O 11-13% below the I/O waits,
+/// their sums 1.7-2.2% apart: some sleeps are runnable to PSI for a
+/// while, as a task whose dequeue is delayed (EEVDF, 6.12+) stays
+/// queued when it blocks. So: the sums within 5% + 20 ms, each part
+/// within 15% + 20 ms.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn the_job_pressure_agrees_with_its_measured_waits() {
@@ -177,7 +182,11 @@ fn the_job_pressure_agrees_with_its_measured_waits() {
     );
     assert!(run_delay > 0.5, "too little queueing to judge: {r:#}");
     assert!(io_waits > 0.1, "too little I/O to judge: {r:#}");
-    let near = |a: f64, b: f64| (a - b).abs() <= 0.1 * a.max(b) + 0.02;
-    assert!(near(cpu_some, run_delay), "{cpu_some} vs {run_delay}");
-    assert!(near(io_some, io_waits), "{io_some} vs {io_waits}");
+    let near = |a: f64, b: f64, by: f64| (a - b).abs() <= by * a.max(b) + 0.02;
+    assert!(
+        near(cpu_some + io_some, run_delay + io_waits, 0.05),
+        "{cpu_some} + {io_some} vs {run_delay} + {io_waits}"
+    );
+    assert!(near(cpu_some, run_delay, 0.15), "{cpu_some} vs {run_delay}");
+    assert!(near(io_some, io_waits, 0.15), "{io_some} vs {io_waits}");
 }

@@ -1,6 +1,6 @@
-//! The mechanisms that claim the job's I/O: swap-in (or zswap) and file
-//! reads share the block I/O waits in proportion to what moved, and
-//! swap-out names the writes (it claims no seconds).
+//! The mechanisms that claim the job's I/O: swap-in (or zswap), file
+//! reads and writeback share the block I/O waits in proportion to what
+//! moved, and swap-out names the swap writes (it claims no seconds).
 
 use super::Measure::*;
 use super::{Evidence, Mechanism};
@@ -108,9 +108,32 @@ pub(super) fn file_reads(e: &Evidence) -> Option<Hint> {
     // Their share of the I/O waits; swap-in (or zswap) has the rest.
     Some(Hint {
         mechanism: Mechanism::FileReads,
-        seconds: e.io_shares().1
+        seconds: e.io_shares().reads
             * (e.comp(Component::BlockIoWaits) + e.comp(Component::Interrupts)),
         text,
+    })
+}
+
+/// File pages the job dirtied, written back: a task past its dirty
+/// limit sleeps in balance_dirty_pages (io_schedule_timeout: an I/O
+/// wait), fsync waits for the writeback (folio_wait_writeback). Its
+/// share of the I/O waits by the pages dirtied (rusage's block output:
+/// task_io_account_write in folio_account_dirtied, page-cache files on
+/// a device only; swap-out is not in it).
+pub(super) fn writeback(e: &Evidence) -> Option<Hint> {
+    if !e.moved(FileWritePages) {
+        return None;
+    }
+    Some(Hint {
+        mechanism: Mechanism::Writeback,
+        seconds: e.io_shares().writes
+            * (e.comp(Component::BlockIoWaits) + e.comp(Component::Interrupts)),
+        text: format!(
+            "writeback (file pages the job dirtied): pages written {}; \
+             I/O waits {}",
+            e.pair(FileWritePages, fmt_count_short),
+            e.io_pair()
+        ),
     })
 }
 

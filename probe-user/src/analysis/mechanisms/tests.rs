@@ -243,7 +243,7 @@ fn components_of(m: Mechanism) -> &'static [Component] {
         Mechanism::Kswapd => &[KswapdCpu, KswapdWaits],
         Mechanism::CpuContention => &[CpuWaits, OtherTasksCpu, Steal],
         Mechanism::SwapIn | Mechanism::Zswap => &[BlockIoWaits, OtherSystemCpu],
-        Mechanism::FileReads => &[BlockIoWaits],
+        Mechanism::FileReads | Mechanism::Writeback => &[BlockIoWaits],
         Mechanism::SystemCpu => &[OtherSystemCpu],
         _ => &[],
     }
@@ -604,6 +604,55 @@ fn a_file_read_change_within_noise_claims_no_io() {
         hints.iter().all(|h| h.mechanism != Mechanism::FileReads),
         "{hints:#?}"
     );
+}
+
+/// The same swap-ins and file reads, and B dirtying 20k more file pages
+/// (a job that writes, throttled in balance_dirty_pages): the I/O waits
+/// are writeback's, none of them swap-in's.
+#[test]
+fn writeback_by_pages_dirtied() {
+    let run = |i: u64, worse: bool| {
+        let r = measured_run(i, worse, 1000, 0, true);
+        let dirtied = if worse { 20_000 + 7 * i } else { 100 + 3 * i };
+        RunReport {
+            usage: crate::model::report::Usage {
+                in_blocks: (r.vmstat.pswpin + 10) * 8,
+                out_blocks: dirtied * 8,
+                ..r.usage
+            },
+            ..r
+        }
+    };
+    let a: Vec<RunReport> = (0..3).map(|i| run(i, false)).collect();
+    let b: Vec<RunReport> = (0..3).map(|i| run(i, true)).collect();
+    let (rows, _, hints) = hints_of(&a, &b);
+    let io = rows
+        .iter()
+        .find(|r| r.component == Component::BlockIoWaits)
+        .map_or(0.0, |r| r.elapsed[0]);
+    let seconds = |m: Mechanism| {
+        hints
+            .iter()
+            .find(|h| h.mechanism == m)
+            .map_or(0.0, |h| h.seconds)
+    };
+    let w = seconds(Mechanism::Writeback);
+    assert!(
+        io > 0.0 && (w - io).abs() < 1e-6 * io,
+        "{w} of {io}: {hints:#?}"
+    );
+    // Swap-in keeps only its share of the other system CPU.
+    let sys = rows
+        .iter()
+        .find(|r| r.component == Component::OtherSystemCpu)
+        .map_or(0.0, |r| r.elapsed[0]);
+    assert!(seconds(Mechanism::SwapIn) <= sys + 1e-9, "{hints:#?}");
+    let text = hints
+        .iter()
+        .find(|h| h.mechanism == Mechanism::Writeback)
+        .map(|h| h.text.clone())
+        .unwrap_or_default();
+    assert!(text.contains("pages written 103 -> 20.0k"), "{text}");
 }
 
 /// As above, A reading `base` pages besides swap (0: none in every run,
