@@ -425,7 +425,12 @@ fn planted_causes_are_found_and_aa_is_noise() {
         let v = &aa["versus"][0];
         eprintln!("A/A: {} p = {}", v["verdict"], v["elapsed"]["welch"]["p"]);
         if v["verdict"] == "within noise" {
-            assert_eq!(v["hints"].as_array().map(Vec::len), Some(0), "{text}");
+            // Nothing named but OOM kills, said whenever kills differ.
+            let hints = v["hints"].as_array().cloned().unwrap_or_default();
+            assert!(
+                hints.iter().all(|h| h["mechanism"] == "OOM kills"),
+                "{text}"
+            );
             return;
         }
         assert_eq!(attempt, 0, "A/A twice not within noise:\n{text}");

@@ -168,7 +168,15 @@ fn a_against_a_is_within_noise(dir: &Path, a: &[PathBuf], a2: &[PathBuf]) {
         eprintln!("{aa_text}");
         let v = &aa["versus"][0];
         if v["verdict"] == "within noise" {
-            assert_eq!(v["hints"].as_array().map(Vec::len), Some(0), "{aa_text}");
+            // Nothing is named but OOM kills, which are said whenever
+            // the groups' kills differ (a run of qsbench in its tight
+            // box is now and then OOM-killed, A' as well as B; see
+            // analysis' oom_kills_are_named_when_the_time_is_within_noise).
+            let hints = v["hints"].as_array().cloned().unwrap_or_default();
+            assert!(
+                hints.iter().all(|h| h["mechanism"] == "OOM kills"),
+                "{aa_text}"
+            );
             let words = aa_text.split_whitespace().collect::<Vec<_>>().join(" ");
             assert!(words.contains("no cause to explain"), "{aa_text}");
             break;
