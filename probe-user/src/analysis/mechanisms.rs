@@ -448,9 +448,14 @@ impl Evidence<'_> {
     /// and of the interrupts (the reads' completions: block softirqs),
     /// and of the other system CPU.
     fn swap_seconds(&self) -> f64 {
-        self.io_shares().swap
-            * (self.comp(Component::BlockIoWaits) + self.comp(Component::Interrupts))
+        self.io_shares().swap * self.io_part()
             + self.swap_sys_share() * self.comp(Component::OtherSystemCpu)
+    }
+
+    /// What the I/O shares are of: the block I/O waits' part and the
+    /// interrupts' (the I/O's completions).
+    fn io_part(&self) -> f64 {
+        self.comp(Component::BlockIoWaits) + self.comp(Component::Interrupts)
     }
 
     fn mean(&self, key: Measure, grp: usize) -> Option<f64> {

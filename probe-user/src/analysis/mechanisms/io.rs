@@ -5,7 +5,6 @@
 use super::Measure::*;
 use super::{Evidence, Mechanism};
 use crate::analysis::Hint;
-use crate::analysis::attribution::Component;
 use crate::model::format::{fmt_count_short, fmt_secs};
 
 pub(super) fn swap_in(e: &Evidence) -> Option<Hint> {
@@ -108,8 +107,7 @@ pub(super) fn file_reads(e: &Evidence) -> Option<Hint> {
     // Their share of the I/O waits; swap-in (or zswap) has the rest.
     Some(Hint {
         mechanism: Mechanism::FileReads,
-        seconds: e.io_shares().reads
-            * (e.comp(Component::BlockIoWaits) + e.comp(Component::Interrupts)),
+        seconds: e.io_shares().reads * e.io_part(),
         text,
     })
 }
@@ -126,8 +124,7 @@ pub(super) fn writeback(e: &Evidence) -> Option<Hint> {
     }
     Some(Hint {
         mechanism: Mechanism::Writeback,
-        seconds: e.io_shares().writes
-            * (e.comp(Component::BlockIoWaits) + e.comp(Component::Interrupts)),
+        seconds: e.io_shares().writes * e.io_part(),
         text: format!(
             "writeback (file pages the job dirtied): pages written {}; \
              I/O waits {}",

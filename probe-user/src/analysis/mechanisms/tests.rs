@@ -233,6 +233,30 @@ fn hints_of(a: &[RunReport], b: &[RunReport]) -> (Vec<AttributionRow>, f64, Vec<
     (rows, splits[0].difference, h)
 }
 
+/// A component's part of the elapsed difference (group B's).
+fn part(rows: &[AttributionRow], c: Component) -> f64 {
+    rows.iter()
+        .find(|r| r.component == c)
+        .map_or(0.0, |r| r.elapsed[0])
+}
+
+/// The seconds a mechanism claims (0 when not named).
+fn claim(hints: &[Hint], m: Mechanism) -> f64 {
+    hints
+        .iter()
+        .find(|h| h.mechanism == m)
+        .map_or(0.0, |h| h.seconds)
+}
+
+/// A mechanism's sentence ("" when not named).
+fn text_of(hints: &[Hint], m: Mechanism) -> String {
+    hints
+        .iter()
+        .find(|h| h.mechanism == m)
+        .map(|h| h.text.clone())
+        .unwrap_or_default()
+}
+
 /// The components a mechanism may claim from.
 fn components_of(m: Mechanism) -> &'static [Component] {
     use Component::*;
@@ -333,10 +357,7 @@ fn file_reads_get_the_larger_share_when_they_dominate() {
                 .map(|h| h.seconds)
                 .unwrap_or_else(|| panic!("{m:?} not named: {hints:#?}"))
         };
-        let io = rows
-            .iter()
-            .find(|r| r.component == Component::BlockIoWaits)
-            .map_or(0.0, |r| r.elapsed[0]);
+        let io = part(&rows, Component::BlockIoWaits);
         let (file, swap) = (seconds(Mechanism::FileReads), seconds(Mechanism::SwapIn));
         assert!(io > 0.0 && file > 0.0 && swap > 0.0, "{hints:#?}");
         assert!(file > swap, "file reads {file} <= swap-in {swap}");
@@ -527,14 +548,8 @@ fn extra_file_reads_take_the_io_waits_when_swap_ins_hold_still() {
         .map(|i| measured_run(i, true, 1000, 7000, false))
         .collect();
     let (rows, _, hints) = hints_of(&a, &b);
-    let io = rows
-        .iter()
-        .find(|r| r.component == Component::BlockIoWaits)
-        .map_or(0.0, |r| r.elapsed[0]);
-    let file = hints
-        .iter()
-        .find(|h| h.mechanism == Mechanism::FileReads)
-        .map_or(0.0, |h| h.seconds);
+    let io = part(&rows, Component::BlockIoWaits);
+    let file = claim(&hints, Mechanism::FileReads);
     assert!(
         io > 0.0 && (file - io).abs() < 1e-6 * io.max(1.0),
         "{file} of {io}: {hints:#?}"
@@ -588,14 +603,8 @@ fn a_file_read_change_within_noise_claims_no_io() {
     let a: Vec<RunReport> = (0..3).map(|i| run(i, false)).collect();
     let b: Vec<RunReport> = (0..3).map(|i| run(i, true)).collect();
     let (rows, _, hints) = hints_of(&a, &b);
-    let io = rows
-        .iter()
-        .find(|r| r.component == Component::BlockIoWaits)
-        .map_or(0.0, |r| r.elapsed[0]);
-    let swap = hints
-        .iter()
-        .find(|h| h.mechanism == Mechanism::SwapIn)
-        .map_or(0.0, |h| h.seconds);
+    let io = part(&rows, Component::BlockIoWaits);
+    let swap = claim(&hints, Mechanism::SwapIn);
     assert!(
         io > 0.0 && swap >= io * (1.0 - 1e-6),
         "{swap} of {io}: {hints:#?}"
@@ -626,32 +635,17 @@ fn writeback_by_pages_dirtied() {
     let a: Vec<RunReport> = (0..3).map(|i| run(i, false)).collect();
     let b: Vec<RunReport> = (0..3).map(|i| run(i, true)).collect();
     let (rows, _, hints) = hints_of(&a, &b);
-    let io = rows
-        .iter()
-        .find(|r| r.component == Component::BlockIoWaits)
-        .map_or(0.0, |r| r.elapsed[0]);
-    let seconds = |m: Mechanism| {
-        hints
-            .iter()
-            .find(|h| h.mechanism == m)
-            .map_or(0.0, |h| h.seconds)
-    };
+    let io = part(&rows, Component::BlockIoWaits);
+    let seconds = |m: Mechanism| claim(&hints, m);
     let w = seconds(Mechanism::Writeback);
     assert!(
         io > 0.0 && (w - io).abs() < 1e-6 * io,
         "{w} of {io}: {hints:#?}"
     );
     // Swap-in keeps only its share of the other system CPU.
-    let sys = rows
-        .iter()
-        .find(|r| r.component == Component::OtherSystemCpu)
-        .map_or(0.0, |r| r.elapsed[0]);
+    let sys = part(&rows, Component::OtherSystemCpu);
     assert!(seconds(Mechanism::SwapIn) <= sys + 1e-9, "{hints:#?}");
-    let text = hints
-        .iter()
-        .find(|h| h.mechanism == Mechanism::Writeback)
-        .map(|h| h.text.clone())
-        .unwrap_or_default();
+    let text = text_of(&hints, Mechanism::Writeback);
     assert!(text.contains("pages written 103 -> 20.0k"), "{text}");
 }
 
@@ -663,27 +657,15 @@ fn file_reads_by_pages(base: u64, run: &dyn Fn(u64, bool, u64) -> RunReport) {
         .collect();
     let b: Vec<RunReport> = (0..3).map(|i| run(i, true, 24_000 + i)).collect();
     let (rows, _, hints) = hints_of(&a, &b);
-    let io = rows
-        .iter()
-        .find(|r| r.component == Component::BlockIoWaits)
-        .map_or(0.0, |r| r.elapsed[0]);
-    let seconds = |m: Mechanism| {
-        hints
-            .iter()
-            .find(|h| h.mechanism == m)
-            .map_or(0.0, |h| h.seconds)
-    };
+    let io = part(&rows, Component::BlockIoWaits);
+    let seconds = |m: Mechanism| claim(&hints, m);
     let file = seconds(Mechanism::FileReads);
     assert!(
         io > 0.0 && (file - io).abs() < 1e-6 * io,
         "{file} of {io}: {hints:#?}"
     );
     assert_eq!(seconds(Mechanism::SwapIn), 0.0, "{hints:#?}");
-    let text = &hints
-        .iter()
-        .find(|h| h.mechanism == Mechanism::FileReads)
-        .map(|h| h.text.clone())
-        .unwrap_or_default();
+    let text = &text_of(&hints, Mechanism::FileReads);
     let from = if base == 0 { "0" } else { "201" };
     assert!(
         text.contains(&format!("pages read {from} -> 24.0k")),
