@@ -483,6 +483,45 @@ mod tests {
         );
     }
 
+    /// B's kernel takes interrupts out of the tasks' CPU time and A's
+    /// does not, and B spends more system CPU: the interrupt-time guard
+    /// marks system CPU and "system CPU" is not named from it. Unknown
+    /// on one side guards nothing.
+    #[test]
+    fn interrupt_accounting_guards_system_cpu() {
+        use crate::model::recording::environment::CpuTimeAccounting;
+        let tick = CpuTimeAccounting::default();
+        let precise = CpuTimeAccounting {
+            irq_time: true,
+            ..tick.clone()
+        };
+        let mut a = corpus();
+        a.environment.cpu_time_accounting = Some(tick);
+        let mut b = corpus();
+        b.environment.cpu_time_accounting = Some(precise);
+        for run in &mut b.runs {
+            run.report.usage.sys_s *= 3.0;
+            run.report.usage.wall_s += 2.0 * run.report.usage.sys_s;
+        }
+        let c = compare(&[group(&a), group(&b)], false).expect("compares");
+        let settings: Vec<Setting> = c.guards.iter().map(|g| g.setting).collect();
+        assert_eq!(settings, [Setting::IrqTime], "{:#?}", c.guards);
+        let row = c.metrics.iter().find(|m| m.measure == Measure::SystemCpu);
+        assert_eq!(row.and_then(|m| m.guard), Some(Setting::IrqTime));
+        assert!(
+            c.versus[0]
+                .hints
+                .iter()
+                .all(|h| h.mechanism != Mechanism::SystemCpu),
+            "{:#?}",
+            c.versus[0].hints
+        );
+        let mut unknown = b.clone();
+        unknown.environment.cpu_time_accounting = None;
+        let c = compare(&[group(&a), group(&unknown)], false).expect("compares");
+        assert!(c.guards.is_empty(), "{:#?}", c.guards);
+    }
+
     #[test]
     fn the_same_settings_or_unknown_ones_guard_nothing() {
         let a = corpus();
