@@ -201,6 +201,7 @@ fn kernels_options(a: KernelsArgs) -> guests::KernelsOptions {
         kernels: a.kernels,
         mem: a.mem,
         swap: a.swap,
+        swap_rate: a.swap_rate,
         disk: a.disk,
         cpus: a.cpus,
         numa_nodes: a.numa_nodes,

@@ -18,7 +18,7 @@ use std::{ffi::OsString, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use crate::model::units::parse_size;
+use crate::model::units::{parse_rate, parse_size};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -488,6 +488,11 @@ pub struct KernelsArgs {
     /// Give the guest a swap disk of SIZE, active before the run
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub swap: Option<u64>,
+    /// Cap the swap disk at RATE bytes a second, reads and writes
+    /// together (4M: an old laptop disk): swap-out then takes time, and
+    /// reclaim meets folios still under writeback. Needs --swap
+    #[arg(long, value_name = "RATE", requires = "swap", value_parser = parse_rate)]
+    pub swap_rate: Option<u64>,
     /// Size of the guest's /var/tmp disk (ext4, sparse on the host): room
     /// for the swapfile `run --swap` makes, plus the 1 GiB it keeps spare
     #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]

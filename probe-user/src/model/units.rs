@@ -37,6 +37,20 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// A disk's bandwidth in bytes a second: a size (`4M`), `/s` allowed
+/// (`4M/s`), from 64 KiB (slower would stall a guest's swap-in for
+/// seconds a page cluster) to 64 GiB.
+pub fn parse_rate(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bytes = parse_size(t.strip_suffix("/s").unwrap_or(t))?;
+    if !(64 << 10..=64 << 30).contains(&bytes) {
+        return Err(format!(
+            "`{text}` is outside 64K..64G a second; a slow disk is 4M, a fast one 500M"
+        ));
+    }
+    Ok(bytes)
+}
+
 /// `1.5 GiB`, `256 MiB`, `12 KiB`, `17 B`: for humans, one decimal.
 pub fn human(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -58,6 +72,16 @@ pub fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_are_sizes_a_second_within_bounds() {
+        assert_eq!(parse_rate("4M"), Ok(4 << 20));
+        assert_eq!(parse_rate("4M/s"), Ok(4 << 20));
+        assert_eq!(parse_rate("64K"), Ok(64 << 10));
+        assert!(parse_rate("1K").unwrap_err().contains("64K..64G"));
+        assert!(parse_rate("1T").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
 
     #[test]
     fn parses_units() {

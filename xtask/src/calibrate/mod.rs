@@ -53,6 +53,9 @@ struct Case {
     mem: &'static str,
     /// The guest's swap disk (`vmtrace kernels --swap`), if any.
     swap: Option<&'static str>,
+    /// The swap disk's bandwidth (`vmtrace kernels --swap-rate`), if
+    /// capped: a slow disk, on which reclaim meets folios under writeback.
+    swap_rate: Option<&'static str>,
     /// What runs in the guest: `run`, its options and the job, split at
     /// whitespace; `{workloads}` is xtask/calibrate/workloads (the guest
     /// sees the host's root).
@@ -78,6 +81,7 @@ const CASES: &[Case] = &[
         expected: "swap-in (1 page per swap read, more swap-in faults and waits)",
         mem: QSBENCH_BOXED.0,
         swap: QSBENCH_BOXED.1,
+        swap_rate: None,
         run: QSBENCH_BOXED.2,
         min_runs: 0,
     },
@@ -87,6 +91,7 @@ const CASES: &[Case] = &[
         expected: "reclaim (on-CPU time per scanned page up)",
         mem: QSBENCH_BOXED.0,
         swap: QSBENCH_BOXED.1,
+        swap_rate: None,
         run: QSBENCH_BOXED.2,
         min_runs: 0,
     },
@@ -102,6 +107,7 @@ const CASES: &[Case] = &[
         // (docs/CALIBRATION.md).
         mem: "512M",
         swap: None,
+        swap_rate: None,
         run: "run --mem 96M --swap 64M sh {workloads}/new-workingset.sh 48 64 24",
         min_runs: 0,
     },
@@ -111,6 +117,7 @@ const CASES: &[Case] = &[
         expected: "OOM kills (in the box)",
         mem: "512M",
         swap: None,
+        swap_rate: None,
         // At the edge of box + swap (96 + 64 MiB): 3 x 46 MiB, planted
         // killed 2 and 1 of 3, stock 0 of 6; 44 MiB: neither; 48 MiB:
         // stock 2 of 3 too; 52 MiB: both (docs/CALIBRATION.md).
@@ -126,6 +133,7 @@ const CASES: &[Case] = &[
         expected: "none: within noise",
         mem: QSBENCH_BOXED.0,
         swap: QSBENCH_BOXED.1,
+        swap_rate: None,
         run: QSBENCH_BOXED.2,
         min_runs: 0,
     },
@@ -147,6 +155,7 @@ pub struct CalibrateOptions {
 struct Group<'a> {
     mem: &'a str,
     swap: Option<&'a str>,
+    swap_rate: Option<&'a str>,
     run: Vec<String>,
     /// Runs per kernel: the largest of the cases' `min_runs`.
     min_runs: u32,
@@ -263,10 +272,12 @@ fn grouped<'a>(cases: &[&'a Case]) -> Vec<Group<'a>> {
             .split_whitespace()
             .map(|w| w.replace("{workloads}", &workloads.to_string_lossy()))
             .collect();
-        match groups
-            .iter_mut()
-            .find(|g| g.mem == case.mem && g.swap == case.swap && g.run == run)
-        {
+        match groups.iter_mut().find(|g| {
+            g.mem == case.mem
+                && g.swap == case.swap
+                && g.swap_rate == case.swap_rate
+                && g.run == run
+        }) {
             Some(g) => {
                 g.min_runs = g.min_runs.max(case.min_runs);
                 g.cases.push(case);
@@ -274,6 +285,7 @@ fn grouped<'a>(cases: &[&'a Case]) -> Vec<Group<'a>> {
             None => groups.push(Group {
                 mem: case.mem,
                 swap: case.swap,
+                swap_rate: case.swap_rate,
                 run,
                 min_runs: case.min_runs,
                 cases: vec![case],
@@ -294,7 +306,11 @@ fn stems<'a>(cases: impl Iterator<Item = &'a Case>) -> String {
 /// `--mem 256M --swap 512M -- run ...`, as given to `vmtrace kernels`.
 fn workload_line(g: &Group) -> String {
     let swap = g.swap.map(|s| format!(" --swap {s}")).unwrap_or_default();
-    format!("--mem {}{swap} -- {}", g.mem, g.run.join(" "))
+    let rate = g
+        .swap_rate
+        .map(|r| format!(" --swap-rate {r}"))
+        .unwrap_or_default();
+    format!("--mem {}{swap}{rate} -- {}", g.mem, g.run.join(" "))
 }
 
 /// What every group's `vmtrace kernels` shares.
@@ -329,6 +345,9 @@ impl Calibration {
             .args(["--mem", group.mem]);
         if let Some(swap) = group.swap {
             cmd.args(["--swap", swap]);
+        }
+        if let Some(rate) = group.swap_rate {
+            cmd.args(["--swap-rate", rate]);
         }
         cmd.arg("-o").arg(dir).arg("--").args(&group.run);
         let id = BUILDER_ID.to_string();
@@ -402,6 +421,7 @@ mod tests {
             expected: "",
             mem,
             swap: Some("1G"),
+            swap_rate: None,
             run,
             min_runs: 0,
         }
@@ -440,6 +460,10 @@ mod tests {
                 swap: None,
                 ..case("05-e.patch", "256M", "run --no-box qsbench -m 320")
             },
+            Case {
+                swap_rate: Some("4M"),
+                ..case("06-f.patch", "256M", "run --no-box qsbench -m 320")
+            },
         ];
         let refs: Vec<&Case> = cases.iter().collect();
         let groups = grouped(&refs);
@@ -447,7 +471,7 @@ mod tests {
             .iter()
             .map(|g| stems(g.cases.iter().copied()))
             .collect();
-        assert_eq!(names, ["01-a, 03-c", "02-b", "04-d", "05-e"]);
+        assert_eq!(names, ["01-a, 03-c", "02-b", "04-d", "05-e", "06-f"]);
         assert_eq!(
             workload_line(&groups[0]),
             "--mem 256M --swap 1G -- run --no-box qsbench -m 320"
@@ -455,6 +479,10 @@ mod tests {
         assert_eq!(
             workload_line(&groups[3]),
             "--mem 256M -- run --no-box qsbench -m 320"
+        );
+        assert_eq!(
+            workload_line(&groups[4]),
+            "--mem 256M --swap 1G --swap-rate 4M -- run --no-box qsbench -m 320"
         );
     }
 

@@ -65,6 +65,8 @@ pub struct KernelsOptions {
     pub mem: Vec<u64>,
     /// A swap disk of this size, active in the guest before the run.
     pub swap: Option<u64>,
+    /// The swap disk's bandwidth, bytes a second (None: uncapped).
+    pub swap_rate: Option<u64>,
     /// The guest's /var/tmp (ext4): room for `run --swap` swapfiles.
     pub disk: u64,
     pub cpus: u32,
@@ -497,6 +499,7 @@ fn run_in_guest(
             scratch: &files.scratch,
             root_image: setup.root_image.map(|r| r.path.as_path()),
             swap: files.swap.as_deref(),
+            swap_bps: opts.swap_rate,
             mem_mib: mem >> 20,
             cpus: opts.cpus,
             numa_nodes: opts.numa_nodes,

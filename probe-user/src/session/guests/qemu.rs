@@ -83,6 +83,9 @@ pub struct Guest<'a> {
     /// The read-only guest image (rootimg), over the host root.
     pub root_image: Option<&'a Path>,
     pub swap: Option<&'a Path>,
+    /// The swap disk's bandwidth cap, bytes a second, reads and writes
+    /// together (QEMU's `throttling.bps-total`); None: uncapped.
+    pub swap_bps: Option<u64>,
     pub mem_mib: u64,
     pub cpus: u32,
     /// NUMA nodes (1: none given to QEMU).
@@ -223,8 +226,12 @@ impl Guest<'_> {
                 self.job_model.name()
             ));
         for (disk, readonly) in self.disks() {
+            let cap = match self.swap_bps {
+                Some(bps) if Some(disk) == self.swap => format!(",throttling.bps-total={bps}"),
+                _ => String::new(),
+            };
             c.arg("-drive").arg(format!(
-                "file={},if=virtio,format=raw,cache=unsafe{}",
+                "file={},if=virtio,format=raw,cache=unsafe{}{cap}",
                 option_value(disk),
                 if readonly { ",readonly=on" } else { "" }
             ));
@@ -372,6 +379,7 @@ mod tests {
             scratch: Path::new("/var/tmp/a,b/scratch.img"),
             root_image: None,
             swap: None,
+            swap_bps: None,
             mem_mib: 256,
             cpus: 2,
             numa_nodes: 1,
@@ -421,6 +429,7 @@ mod tests {
             scratch: p("scratch.img"),
             root_image: Some(p("root.img")),
             swap: Some(p("swap.img")),
+            swap_bps: None,
             mem_mib: 256,
             cpus: 2,
             numa_nodes: 1,
@@ -440,6 +449,24 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert!(args.contains(&"file=swap.img,if=virtio,format=raw,cache=unsafe".to_string()));
+        // A capped swap disk: only it is throttled, never the scratch disk.
+        g.swap_bps = Some(4 << 20);
+        let args: Vec<String> = g
+            .command()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.contains(
+                &"file=swap.img,if=virtio,format=raw,cache=unsafe,throttling.bps-total=4194304"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            args.iter().filter(|a| a.contains("throttling")).count(),
+            1,
+            "{args:?}"
+        );
     }
 
     #[test]
