@@ -124,6 +124,7 @@ fn run_command(args: RunArgs) -> Result<i32> {
             bpf_stats: args.bpf_stats,
             no_probes: args.no_probes,
             as_root: args.as_root,
+            wait_background: args.wait_background,
             progress,
             interval: Duration::from_secs_f64(args.interval),
         },

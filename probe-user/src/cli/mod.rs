@@ -334,7 +334,7 @@ booted with mem=64M. Meant for a small machine or guest (`vmtrace kernels --mem 
 
     /// Directory for the swapfile (a filesystem that supports swapfiles);
     /// vmtrace keeps it in DIR/vmtrace-swap, a directory only root can write
-    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    #[arg(long, value_name = "DIR", default_value = crate::host::swapfile::DEFAULT_SWAP_DIR)]
     pub swap_dir: PathBuf,
 
     /// Time every user page fault of the command, minor and major
@@ -389,6 +389,12 @@ anything. See docs/BENCHMARKS.md for the reclaim begin's cost with and without."
     /// root-owned files in that user's tree
     #[arg(long)]
     pub as_root: bool,
+
+    /// When the command exits, wait for what it left running in the box
+    /// (daemons, `cmd &`) to end too. By default they are killed, and
+    /// the report says how many
+    #[arg(long)]
+    pub wait_background: bool,
 
     /// Attach nothing: run the command in the same box, untraced (the
     /// baseline for measuring what tracing costs)

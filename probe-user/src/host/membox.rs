@@ -130,14 +130,51 @@ impl Cgroup {
         )?)
     }
 
-    fn pids(&self) -> Vec<i32> {
-        self.read("cgroup.procs")
-            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
+    /// This cgroup and every cgroup the workload made under it, deepest
+    /// first (the order they can be removed in); directories only, read
+    /// from readdir's type (cgroupfs has no links), at most
+    /// `MAX_SUBTREE` of them.
+    fn subtree(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut todo = vec![self.dir.clone()];
+        while let Some(dir) = todo.pop() {
+            if found.len() >= MAX_SUBTREE {
+                break;
+            }
+            for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    todo.push(e.path());
+                }
+            }
+            found.push(dir);
+        }
+        // Each cgroup was found after its parent: reversed, children
+        // come first.
+        found.reverse();
+        found
     }
 
-    /// SIGKILLs every task in the cgroup (a workload's leftovers).
+    /// The processes in this cgroup and the cgroups under it.
+    fn pids(&self) -> Vec<i32> {
+        self.subtree()
+            .iter()
+            .filter_map(|d| fs::read_to_string(d.join("cgroup.procs")).ok())
+            .flat_map(|s| {
+                s.lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect()
+    }
+
+    /// SIGKILLs every task in the cgroup and the cgroups under it (a
+    /// workload's leftovers): `cgroup.kill` where the kernel has it
+    /// (5.14+, v2: it reaches tasks forking meanwhile), and each pid
+    /// read from the `cgroup.procs` files either way.
     pub fn kill_all(&self) {
+        if self.version == CgroupVersion::V2 {
+            let _ = fs::write(self.dir.join("cgroup.kill"), "1");
+        }
         for pid in self.pids() {
             // SAFETY: kill(2) with a pid read from cgroup.procs.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -145,11 +182,19 @@ impl Cgroup {
     }
 }
 
+/// The most cgroups under a box that teardown looks at: a workload that
+/// made more (cgroup.max.descendants is unlimited by default) leaves the
+/// rest to the warning that names the box.
+const MAX_SUBTREE: usize = 4096;
+
 impl Drop for Cgroup {
     fn drop(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             self.kill_all();
+            for sub in self.subtree().iter().filter(|d| **d != self.dir) {
+                let _ = fs::remove_dir(sub);
+            }
             match fs::remove_dir(&self.dir) {
                 Ok(()) => return,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return,
@@ -355,7 +400,19 @@ impl MemBox {
             .collect()
     }
 
-    /// Kills everything left in the box (used on a second Ctrl-C).
+    /// The processes in the box now (its cgroups and any under them):
+    /// after the command exited, what it left running.
+    pub fn processes(&self) -> usize {
+        let pids: std::collections::BTreeSet<i32> = [self.memcg.as_ref(), self.tracker.as_ref()]
+            .into_iter()
+            .flatten()
+            .flat_map(Cgroup::pids)
+            .collect();
+        pids.len()
+    }
+
+    /// Kills everything left in the box (a second Ctrl-C, or what the
+    /// command left running when it exited).
     pub fn kill_all(&self) {
         for cg in [self.memcg.as_ref(), self.tracker.as_ref()]
             .into_iter()

@@ -174,6 +174,7 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], who: Option<&Identity>) -> io:
                  (another user may have planted it); remove it or choose another path",
             ));
         }
+        remove_dead_temporaries(&dirfd, &name);
         let (tmp, file) = create_temporary(&dirfd, &name)?;
         let written = fill(file, bytes, mode).and_then(|()| {
             // SAFETY: valid descriptor and NUL-terminated names.
@@ -205,6 +206,33 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], who: Option<&Identity>) -> io:
 pub fn create_dir_all(path: &Path) -> io::Result<()> {
     let who = invoker()?;
     as_user(who.as_ref(), || std::fs::create_dir_all(path))
+}
+
+/// `create_dir_all` as the invoker, then the directory itself checked
+/// without following a link: a directory of the invoker's (root's
+/// without sudo). One that exists as another user's (planted where the
+/// results were to go), or a link, is refused: what vmtrace writes and
+/// reads back there must be the invoker's own.
+pub fn own_dir(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    create_dir_all(path)?;
+    let who = invoker()?;
+    // SAFETY: geteuid has no preconditions.
+    let uid = who.as_ref().map_or(unsafe { libc::geteuid() }, |w| w.uid);
+    let m = std::fs::symlink_metadata(path)?;
+    if !m.is_dir() {
+        return Err(io::Error::other(
+            "it is a symbolic link or not a directory; give a directory of your own",
+        ));
+    }
+    if m.uid() != uid {
+        return Err(io::Error::other(format!(
+            "it belongs to uid {}, not to uid {uid} who runs vmtrace; give a \
+             directory of your own (or a new name)",
+            m.uid()
+        )));
+    }
+    Ok(())
 }
 
 /// Opens `path` for writing as the invoker (created 0644 less the umask,
@@ -316,13 +344,14 @@ pub(crate) fn is_link_at(dir: &OwnedFd, name: &CStr) -> bool {
     r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
 }
 
-/// `.NAME.<16 hex>.tmp`, created O_EXCL|O_NOFOLLOW, mode 0600; a name
-/// that exists (planted, or a collision) is passed over for a new one.
+/// `.NAME.<pid>-<16 hex>.tmp`, created O_EXCL|O_NOFOLLOW, mode 0600; a
+/// name that exists (planted, or a collision) is passed over for a new
+/// one.
 fn create_temporary(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<(CString, File)> {
     for _ in 0..16 {
         let mut tmp = b".".to_vec();
         tmp.extend_from_slice(name.as_bytes());
-        tmp.extend_from_slice(format!(".{}.tmp", random_hex()?).as_bytes());
+        tmp.extend_from_slice(format!(".{}-{}.tmp", std::process::id(), random_hex()?).as_bytes());
         let tmp = CString::new(tmp).map_err(|_| io::Error::other("the name has a NUL byte"))?;
         let flags =
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -339,6 +368,58 @@ fn create_temporary(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<(CStrin
         }
     }
     Err(io::Error::other("no free temporary name after 16 tries"))
+}
+
+/// The pid in a temporary's name for NAME (`.NAME.<pid>-<16 hex>.tmp`).
+fn temporary_pid(entry: &[u8], name: &[u8]) -> Option<u32> {
+    let rest = entry
+        .strip_prefix(b".")?
+        .strip_prefix(name)?
+        .strip_prefix(b".")?
+        .strip_suffix(b".tmp")?;
+    let rest = std::str::from_utf8(rest).ok()?;
+    let (pid, hex) = rest.split_once('-')?;
+    let hex_ok = hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    let pid_ok = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    (hex_ok && pid_ok).then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes the temporaries for NAME that a vmtrace killed while writing
+/// it left beside it: plain files of this (fs) user, not links, named
+/// for a pid that is gone.
+fn remove_dead_temporaries(dir: &OwnedFd, name: &std::ffi::OsStr) {
+    let listing = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let Ok(entries) = std::fs::read_dir(listing) else {
+        return;
+    };
+    // SAFETY: no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let entry = e.file_name();
+        let Some(pid) = temporary_pid(entry.as_bytes(), name.as_bytes()) else {
+            continue;
+        };
+        let Ok(c) = CString::new(entry.as_bytes()) else {
+            continue;
+        };
+        // SAFETY: zeroed stat is a valid out-parameter.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor, name and out-parameter.
+        let r = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        let plain_and_mine =
+            r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_uid == me;
+        if plain_and_mine && !Path::new(&format!("/proc/{pid}")).exists() {
+            // SAFETY: valid descriptor and NUL-terminated name.
+            unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
+        }
+    }
 }
 
 fn fill(mut file: File, bytes: &[u8], mode: u32) -> io::Result<()> {
@@ -390,6 +471,54 @@ mod tests {
         assert_eq!(std::fs::read(&target).expect("read"), b"keep");
         assert_eq!(check(&link, None), Err(Unwritable::Link));
         assert_eq!(check(&path, None), Ok(()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_dead_writers_temporary_is_removed_and_nothing_else() {
+        let dir = crate::host::test_scratch("output-dead-tmp");
+        let dead = dir.join(".out.json.4294967294-0123456789abcdef.tmp");
+        let live = dir.join(format!(
+            ".out.json.{}-0123456789abcdef.tmp",
+            std::process::id()
+        ));
+        let other = dir.join(".other.json.4294967294-0123456789abcdef.tmp");
+        let odd = dir.join(".out.json.4294967294-0123.tmp");
+        for f in [&dead, &live, &other, &odd] {
+            std::fs::write(f, b"x").expect("write");
+        }
+        let link = dir.join(".out.json.4294967293-0123456789abcdef.tmp");
+        std::os::unix::fs::symlink(&other, &link).expect("symlink");
+        write_atomic_as(&dir.join("out.json"), b"{}", None).expect("writes");
+        assert!(!dead.exists(), "a dead pid's temporary stays");
+        for kept in [&live, &other, &odd] {
+            assert!(kept.exists(), "{} went", kept.display());
+        }
+        assert!(std::fs::symlink_metadata(&link).is_ok(), "a link went");
+        assert_eq!(temporary_pid(b".a.7-0123456789abcdef.tmp", b"a"), Some(7));
+        assert_eq!(temporary_pid(b".a.7-0123456789abcdef.tmp", b"b"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_output_directory_of_another_user_or_a_link_is_refused() {
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 || std::env::var_os("SUDO_UID").is_some() {
+            return; // chown needs root; under sudo the invoker decides.
+        }
+        let dir = crate::host::test_scratch("own-dir");
+        let mine = dir.join("new/deeper");
+        own_dir(&mine).expect("a new directory is ours");
+        own_dir(&mine).expect("and stays ours");
+        let theirs = dir.join("theirs");
+        std::fs::create_dir(&theirs).expect("mkdir");
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+        let e = own_dir(&theirs).expect_err("another user's");
+        assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&mine, &link).expect("symlink");
+        let e = own_dir(&link).expect_err("a link");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

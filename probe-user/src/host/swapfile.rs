@@ -28,6 +28,8 @@ use crate::model::units::human;
 pub const MIN_SWAP: u64 = 1 << 20;
 /// Free space left on the swap filesystem after the swapfile.
 const DISK_MARGIN: u64 = 1 << 30;
+/// `--swap-dir` when none is given: the directory every sweep looks in.
+pub const DEFAULT_SWAP_DIR: &str = "/var/tmp";
 /// The directory in `--swap-dir` that holds vmtrace's swapfiles.
 pub const SUBDIR: &str = "vmtrace-swap";
 
@@ -105,6 +107,7 @@ impl Swapfile {
             );
         }
         let (home, dirfd) = home(swap_dir)?;
+        record_swap_dir(&home)?;
         let file_name = format!("{name}-{}.swap", crate::host::output::random_hex()?);
         let path = home.join(&file_name);
         let c = CString::new(file_name)?;
@@ -142,7 +145,7 @@ impl Swapfile {
     }
 
     fn format_and_enable(&mut self) -> Result<()> {
-        let out = Command::new("mkswap")
+        let out = Command::new(crate::host::root_program::system("mkswap", "util-linux")?)
             .arg(&self.path)
             .output()
             .context("running mkswap (from util-linux); install util-linux")?;
@@ -183,7 +186,17 @@ impl Drop for Swapfile {
             );
             return;
         }
-        let _ = fs::remove_file(&self.path);
+        let mine = self
+            .path
+            .file_name()
+            .and_then(|n| name_pid(&n.to_string_lossy()))
+            == Some(std::process::id());
+        if fs::remove_file(&self.path).is_ok()
+            && mine
+            && let Ok(dir) = crate::host::lock::StateDir::existing()
+        {
+            let _ = dir.remove(&swap_dir_state(std::process::id()));
+        }
     }
 }
 
@@ -218,15 +231,75 @@ fn is_stale(path: &Path) -> bool {
     dir_ok && file_ok && crate::host::membox::owner_is_gone(&format!("vmtrace-{pid}"))
 }
 
+/// The state file naming the vmtrace-swap directory this vmtrace makes
+/// swapfiles in (`/run/vmtrace/swapdir-PID.state`), so that a sweep after
+/// a kill -9 finds a swapfile not yet active in any `--swap-dir`.
+fn swap_dir_state(pid: u32) -> String {
+    format!("swapdir-{pid}.state")
+}
+
+/// A recorded directory is one absolute path; more than this is not
+/// vmtrace's.
+const MAX_SWAP_DIR_STATE: u64 = 4096;
+
+fn record_swap_dir(home: &Path) -> Result<()> {
+    use std::io::Write;
+    let dir = crate::host::lock::StateDir::open()?;
+    if let Some(mut f) = dir.file(&swap_dir_state(std::process::id()), true)? {
+        f.set_len(0)?;
+        f.write_all(home.as_os_str().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The vmtrace-swap directories dead vmtraces recorded (their state
+/// files removed as they are read): each an absolute path of at most
+/// `MAX_SWAP_DIR_STATE` bytes, else ignored.
+fn recorded_swap_dirs() -> Vec<PathBuf> {
+    use std::{ffi::OsStr, io::Read};
+    let Ok(dir) = crate::host::lock::StateDir::existing() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for name in dir.names() {
+        let Some(pid) = name
+            .strip_prefix("swapdir-")
+            .and_then(|r| r.strip_suffix(".state"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if crate::host::lock::vmtrace_alive(pid) {
+            continue;
+        }
+        let mut text = Vec::new();
+        if let Ok(Some(f)) = dir.file(&name, false)
+            && f.take(MAX_SWAP_DIR_STATE + 1)
+                .read_to_end(&mut text)
+                .is_ok()
+            && text.len() as u64 <= MAX_SWAP_DIR_STATE
+            && text.first() == Some(&b'/')
+        {
+            found.push(PathBuf::from(OsStr::from_bytes(&text)));
+        }
+        let _ = dir.remove(&name);
+    }
+    found
+}
+
 /// Removes the swapfiles dead vmtraces left in `swap_dir`'s vmtrace-swap
-/// directory or active anywhere (/proc/swaps), swapping them off first;
-/// returns what was removed.
+/// directory, in the directories they recorded, or active anywhere
+/// (/proc/swaps), swapping them off first; returns what was removed.
 pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
     let swaps = crate::host::swapdev::read_proc_swaps().unwrap_or_default();
     let active: Vec<String> = crate::host::swapdev::parse_proc_swaps(&swaps);
     let mut files: Vec<PathBuf> = active.iter().map(PathBuf::from).collect();
-    if let Ok(entries) = fs::read_dir(swap_dir.join(SUBDIR)) {
-        files.extend(entries.flatten().map(|e| e.path()));
+    let mut homes = recorded_swap_dirs();
+    homes.push(swap_dir.join(SUBDIR));
+    for home in homes {
+        if let Ok(entries) = fs::read_dir(home) {
+            files.extend(entries.flatten().map(|e| e.path()));
+        }
     }
     files.sort();
     files.dedup();

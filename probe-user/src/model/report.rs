@@ -25,6 +25,9 @@ pub struct Exit {
     pub oom_killed: bool,
     /// vmtrace was interrupted (Ctrl-C, SIGTERM, SIGHUP) during the run.
     pub interrupted: bool,
+    /// Processes left in the box at exit and killed (0: waited, attached).
+    #[serde(default)]
+    pub background_killed: u32,
 }
 
 /// The kernel's resource usage of the command and its waited-for children.

@@ -7,7 +7,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
@@ -167,7 +167,9 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
     if let Some(s) = &opts.serve {
         serve::check(s)?;
     }
-    preflight::restore_stale_sysctls()?;
+    // What a vmtrace killed with SIGKILL left (sysctls, boxes with their
+    // workloads, swapfiles): attaching sweeps as a run does.
+    preflight::clean_stale_box(Path::new(crate::host::swapfile::DEFAULT_SWAP_DIR))?;
     let (rt, mut signals) = runtime_with_signals()?;
     // Listen before attaching: an address in use fails with nothing
     // attached yet.

@@ -74,7 +74,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.interval,
         &window.before,
     );
-    let waited = rt.block_on(wait(pid, &mut signals, &mut watch))?;
+    let waited = rt.block_on(wait(pid, &mut signals, &mut watch, opts.wait_background))?;
     let samples = std::mem::take(&mut watch.samples);
     let mut report = match tracer {
         Some(tracer) => window.close(tracer, samples)?,
@@ -200,6 +200,7 @@ fn describe(report: &mut RunReport, opts: &RunOptions, ran: Ran) -> i32 {
         signal: sig,
         oom_killed,
         interrupted: waited.interrupted,
+        background_killed: waited.background as u32,
     };
     report.usage = Usage {
         wall_s: report.usage.wall_s,
@@ -292,12 +293,22 @@ struct Waited {
     status: i32,
     rusage: libc::rusage,
     interrupted: bool,
+    /// Processes still in the box when the wait ended (killed as the
+    /// box is torn down).
+    background: usize,
 }
 
 /// Waits for the command to end, sampling every interval and showing
 /// progress meanwhile; the first signal is passed on to it, a second
-/// kills it (and everything in its box).
-async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Waited> {
+/// kills it (and everything in its box). With `background`, the wait
+/// goes on until the box is empty too (a signal then kills what is
+/// left: the command's pid may already be another process's).
+async fn wait(
+    pid: i32,
+    signals: &mut Signals,
+    w: &mut Watch<'_>,
+    background: bool,
+) -> Result<Waited> {
     let mut reaper = tokio::task::spawn_blocking(move || {
         let mut status = 0;
         // SAFETY: zeroed rusage is a valid out-parameter.
@@ -323,41 +334,84 @@ async fn wait(pid: i32, signals: &mut Signals, w: &mut Watch<'_>) -> Result<Wait
         _ => Duration::from_secs(3600),
     };
     let mut progress_tick = tokio::time::interval_at(start + period, period);
-    let mut signals_seen = 0;
+    let mut empty_tick = tokio::time::interval(Duration::from_millis(100));
+    let mut signals_seen = 0u32;
+    let mut reaped = None;
+    let left = |w: &Watch<'_>| w.membox.map_or(0, MemBox::processes);
     loop {
         tokio::select! {
-            done = &mut reaper => {
-                let (status, rusage) = done
+            done = &mut reaper, if reaped.is_none() => {
+                reaped = Some(done
                     .context("waiting for the command")?
-                    .context("waiting for the command")?;
-                w.sample(started.elapsed().as_secs_f64());
-                w.clear_status();
-                return Ok(Waited { status, rusage, interrupted: signals_seen > 0 });
+                    .context("waiting for the command")?);
+                if background && left(w) > 0 {
+                    w.clear_status();
+                    eprintln!(
+                        "vmtrace: the command exited; waiting for the {} process(es) \
+                         it left in the box (Ctrl-C kills them)",
+                        left(w)
+                    );
+                    continue;
+                }
+            }
+            _ = empty_tick.tick(), if reaped.is_some() => {
+                if left(w) > 0 {
+                    continue;
+                }
             }
             sig = signals.next() => {
                 signals_seen += 1;
                 w.clear_status();
-                if signals_seen == 1 {
-                    eprintln!("vmtrace: passing the signal on; waiting for the command to end (again to kill it)");
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, sig) };
-                } else {
-                    eprintln!("vmtrace: killing the command");
-                    // SAFETY: as above.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    if let Some(b) = w.membox {
-                        b.kill_all();
-                    }
-                }
+                pass_on(sig, signals_seen, reaped.is_none().then_some(pid), w.membox);
+                continue;
             }
             _ = sample_tick.tick() => {
                 w.sample(started.elapsed().as_secs_f64());
                 w.show_status();
+                continue;
             }
             _ = progress_tick.tick(), if matches!(w.progress, Progress::Plain(_)) => {
                 w.print_progress();
+                continue;
             }
         }
+        // The command was reaped and nothing more is waited for.
+        if let Some((status, rusage)) = reaped {
+            w.sample(started.elapsed().as_secs_f64());
+            w.clear_status();
+            return Ok(Waited {
+                status,
+                rusage,
+                interrupted: signals_seen > 0,
+                background: left(w),
+            });
+        }
+    }
+}
+
+/// The `seen`th signal during the wait: the first is passed on to the
+/// command while it runs (`pid`), a second kills it and its box; once
+/// it was reaped (None: its pid may be another process's by now), what
+/// it left in the box is killed.
+fn pass_on(sig: i32, seen: u32, pid: Option<i32>, membox: Option<&MemBox>) {
+    match pid {
+        Some(pid) if seen == 1 => {
+            eprintln!(
+                "vmtrace: passing the signal on; waiting for the command to end (again to kill it)"
+            );
+            // SAFETY: signalling our own child, not yet reaped.
+            unsafe { libc::kill(pid, sig) };
+            return;
+        }
+        Some(pid) => {
+            eprintln!("vmtrace: killing the command");
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        None => eprintln!("vmtrace: killing what the command left in the box"),
+    }
+    if let Some(b) = membox {
+        b.kill_all();
     }
 }
 

@@ -31,6 +31,9 @@ pub struct RunOptions {
     /// Run the command as root under sudo (otherwise it runs as the user
     /// who ran sudo).
     pub as_root: bool,
+    /// When the command exits, wait for what it left in the box to end
+    /// (otherwise it is killed, and counted).
+    pub wait_background: bool,
     /// How to show progress on stderr while the command runs.
     pub progress: Progress,
     /// Time-series sampling interval.

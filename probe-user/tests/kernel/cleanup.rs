@@ -72,8 +72,9 @@ fn interrupt_still_reports_and_cleans_up() {
 }
 
 /// kill -9 mid-run: the programs go with the process (fd-owned links),
-/// but the box stays, with the workload still in it. The next vmtrace
-/// removes it all and says so.
+/// but the box stays, with the workload still in it, and its swapfile in
+/// a --swap-dir of its own. The next vmtrace, even one that only
+/// attaches, removes it all and says so.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
 fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
@@ -87,6 +88,7 @@ fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
     let (delayacct, cluster) = (sysctl("kernel/task_delayacct"), page_cluster());
     let other_cluster = if cluster == "1" { "2" } else { "1" };
     let bpf_before = bpf_object_counts();
+    let swap_dir = fresh_scratch("killed-swap-dir");
     let mut child = run_memhog(
         false,
         &[
@@ -94,6 +96,8 @@ fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
             "64M",
             "--swap",
             "256M",
+            "--swap-dir",
+            &swap_dir.to_string_lossy(),
             "--sysctl",
             &format!("vm.page-cluster={other_cluster}"),
         ],
@@ -134,9 +138,18 @@ fn leftovers_of_a_killed_vmtrace_are_removed_by_the_next() {
         "expected the dead run's box, found {left:?}"
     );
 
-    let out = vmtrace(&["run", "--", "true"])
+    // Attaching sweeps too (before, only a later run did).
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let out = vmtrace(&["attach", "--duration", "0.5", "--pid"])
+        .arg(bystander.id().to_string())
+        .args(["-o", &swap_dir.join("attach.json").to_string_lossy()])
         .output()
-        .expect("run vmtrace");
+        .expect("attach vmtrace");
+    let _ = bystander.kill();
+    let _ = bystander.wait();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -319,4 +332,73 @@ fn signal_storm(dir: &Path, sig: i32, name: &str) {
     let _ = storm.join();
     let out = out.expect("wait");
     check_in(dir, &out, &file, &format!("a storm of SIG{name}"));
+}
+
+/// Whether `pid` is gone (or a zombie its new parent has yet to reap),
+/// waiting up to 5 s.
+fn gone(pid: i32) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(s) if s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')) => {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    false
+}
+
+/// What a command leaves running in its box when it exits is counted in
+/// the report and killed, in the cgroups it made under the box too (as
+/// root it may); `--wait-background` waits for it instead.
+#[test]
+#[ignore = "needs root and the kernel; run with `cargo xtask test`"]
+fn background_processes_are_counted_and_killed_with_their_cgroups() {
+    let _g = guard();
+    let dir = fresh_scratch("background");
+    // One sleeper in a sub-cgroup the workload makes, one in the box.
+    let script = r#"cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+mkdir "$cg/sub" || exit 3
+sh -c 'echo $$ > "$1/sub/cgroup.procs" && exec sleep 1000' x "$cg" &
+echo $! > in-sub.pid
+sleep 1000 &
+echo $! > in-box.pid
+while ! grep -q . "$cg/sub/cgroup.procs"; do sleep 0.1; done"#;
+    let out = vmtrace(&["run", "--progress", "none", "--json", "--no-probes"])
+        .args(["--as-root", "--mem", "256M", "--", "sh", "-c", script])
+        .current_dir(&dir)
+        .output()
+        .expect("run vmtrace");
+    let r = json_of(&out);
+    assert_eq!(
+        r["exit"]["code"],
+        0,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["exit"]["background_killed"], 2, "{r:#}");
+    for file in ["in-sub.pid", "in-box.pid"] {
+        let pid: i32 = std::fs::read_to_string(dir.join(file))
+            .expect(file)
+            .trim()
+            .parse()
+            .expect(file);
+        assert!(gone(pid), "{file}: {pid} still runs");
+    }
+    // The guard checks that the box (and so its sub-cgroup) is gone.
+
+    // Waiting instead: the background writer finishes its file.
+    let done = dir.join("written-late");
+    let start = Instant::now();
+    let out = vmtrace(&["run", "--progress", "none", "--json", "--no-probes"])
+        .args(["--wait-background", "--mem", "256M", "--", "sh", "-c"])
+        .arg(format!("(sleep 1; touch {}) & exit 0", done.display()))
+        .output()
+        .expect("run vmtrace");
+    let r = json_of(&out);
+    assert_eq!(r["exit"]["background_killed"], 0, "{r:#}");
+    assert!(done.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(start.elapsed() >= Duration::from_secs(1));
 }

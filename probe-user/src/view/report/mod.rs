@@ -230,6 +230,7 @@ mod tests {
                 signal: Some(9),
                 oom_killed: true,
                 interrupted: false,
+                background_killed: 0,
             },
             // The machine's zswap and swap areas: not this test's.
             swap_causes: None,
@@ -362,6 +363,7 @@ mod tests {
                 signal: code.is_none().then_some(9),
                 oom_killed: oom,
                 interrupted: false,
+                background_killed: 0,
             },
             ..Default::default()
         };

@@ -187,6 +187,14 @@ fn exit_status(e: &Exit) -> String {
     if e.interrupted {
         status.push_str(" (vmtrace interrupted)");
     }
+    if e.background_killed > 0 {
+        let _ = write!(
+            status,
+            ";\n          {} process(es) it left running were killed \
+             (--wait-background)",
+            e.background_killed
+        );
+    }
     status
 }
 
@@ -249,4 +257,30 @@ fn oom_victims(o: &mut String, report: &RunReport) -> Result {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_command_left_running_is_said_on_the_exit_line() {
+        let mut e = Exit {
+            code: Some(0),
+            signal: None,
+            oom_killed: false,
+            interrupted: false,
+            background_killed: 0,
+        };
+        assert_eq!(exit_status(&e), "exited with status 0");
+        e.background_killed = 3;
+        let line = exit_status(&e);
+        assert_eq!(
+            line,
+            "exited with status 0;\n          3 process(es) it left running \
+             were killed (--wait-background)"
+        );
+        let printed = format!("exit:     {line}");
+        assert!(printed.lines().all(|l| l.len() <= 72), "{printed}");
+    }
 }
