@@ -30,13 +30,38 @@ pub fn find(name: &str, candidates: &[PathBuf]) -> Result<PathBuf, String> {
     Err(passed.join("; "))
 }
 
-/// The real path of `path` if it, and every directory above it, is
-/// owned by root and writable by root only; else why not.
-pub fn root_only(path: &Path) -> Result<PathBuf, String> {
-    let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// The system directories root's helpers (mkswap, mkfs.ext4, unshare,
+/// apt-get, dpkg-deb) are taken from, in order: never from PATH, which
+/// sudo's or the caller's environment decides.
+pub const SYSTEM_DIRS: [&str; 4] = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/// `name` from the first of `SYSTEM_DIRS` where it is root's alone (see
+/// `root_only`); Err: a line that names the package to install.
+pub fn system(name: &str, package: &str) -> anyhow::Result<PathBuf> {
+    SYSTEM_DIRS
+        .iter()
+        .find_map(|d| root_only(&Path::new(d).join(name)).ok())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{name} not found as root's program in {}; install {package} \
+                 (apt-get install {package})",
+                SYSTEM_DIRS.join(", ")
+            )
+        })
+}
+
+/// Whether `dir` (links resolved) and every directory above it are
+/// owned by root and writable by root only (with `sticky`: or a sticky
+/// directory above it, like /tmp, where no one else can rename or
+/// remove root's entry); else why not.
+pub fn root_only_dir(dir: &Path, sticky: bool) -> Result<(), String> {
+    let real = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for p in real.ancestors() {
         let m = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        if m.uid() != 0 || m.mode() & 0o022 != 0 {
+        // A sticky directory above (/tmp) lets no one else rename or
+        // remove root's entry in it.
+        let sticky_above = sticky && p != real && m.mode() & 0o1000 != 0;
+        if m.uid() != 0 || (m.mode() & 0o022 != 0 && !sticky_above) {
             return Err(format!(
                 "{} is not root's alone (owner uid {}, mode {:04o})",
                 p.display(),
@@ -45,6 +70,14 @@ pub fn root_only(path: &Path) -> Result<PathBuf, String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// The real path of `path` if it, and every directory above it, is
+/// owned by root and writable by root only; else why not.
+pub fn root_only(path: &Path) -> Result<PathBuf, String> {
+    let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    root_only_dir(&real, false)?;
     if !std::fs::metadata(&real).is_ok_and(|m| m.is_file() && m.mode() & 0o100 != 0) {
         return Err(format!("{} is not an executable file", real.display()));
     }
@@ -55,6 +88,18 @@ pub fn root_only(path: &Path) -> Result<PathBuf, String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn system_helpers_come_from_system_directories_only() {
+        let sh = system("sh", "dash").expect("sh is in /bin or /usr/bin");
+        assert!(
+            SYSTEM_DIRS
+                .iter()
+                .any(|d| sh.starts_with(d) || sh.starts_with("/usr"))
+        );
+        let e = system("vmtrace-no-such-helper", "nothing").expect_err("missing");
+        assert!(e.to_string().contains("install nothing"), "{e}");
+    }
 
     #[test]
     fn only_a_program_no_one_but_root_could_replace_is_taken() {

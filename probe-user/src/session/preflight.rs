@@ -150,9 +150,7 @@ pub fn check_command_exists(program: &OsString) -> Result<()> {
 /// with the package that has it.
 pub fn require_tools(tools: &[(&str, &str)]) -> Result<()> {
     for (tool, package) in tools {
-        if !on_path(Path::new(tool)) {
-            bail!("{tool} not found; install {package} (apt-get install {package})");
-        }
+        crate::host::root_program::system(tool, package)?;
     }
     Ok(())
 }

@@ -128,8 +128,8 @@ fn told_missing(probes: &probes::Probes) -> (Vec<Unavailable>, Vec<Unavailable>)
 /// the live tracefs.
 fn layouts_tracefs() -> Result<(TraceFs, Option<MountGuard>)> {
     let (live, mount) = TraceFs::live()?;
-    let tracefs = match std::env::var_os(FORMATS_ENV) {
-        Some(dir) => TraceFs::at(Path::new(&dir)),
+    let tracefs = match test_hook(FORMATS_ENV) {
+        Some(dir) => TraceFs::at(&dir),
         None => live,
     };
     Ok((tracefs, mount))
@@ -144,13 +144,37 @@ pub fn probe_listing() -> Result<Vec<probes::Listed>> {
     probes::listing(&tracefs, btf.as_ref().map(|b| b as _))
 }
 
+/// The path a test hook (`FORMATS_ENV`, `BTF_ENV`) names, honoured only
+/// where no one but root could have made what it points to: not under
+/// sudo (an environment kept by `sudo -E` is the invoker's), and only in
+/// a directory that is root's alone, as are all above it (a sticky /tmp
+/// above allowed). Otherwise a notice, and the live kernel's.
+fn test_hook(var: &str) -> Option<std::path::PathBuf> {
+    let value = std::path::PathBuf::from(std::env::var_os(var)?);
+    let refuse = |why: &str| {
+        eprintln!("vmtrace: notice: {var} ignored ({why}); reading the live kernel's");
+        None
+    };
+    if std::env::var_os("SUDO_UID").is_some() {
+        return refuse("a test hook, not honoured under sudo");
+    }
+    // The BTF hook may name a file that does not exist ("no BTF"): its
+    // directory decides then.
+    let dir = if value.is_dir() {
+        value.as_path()
+    } else {
+        value.parent().unwrap_or(Path::new("/"))
+    };
+    match crate::host::root_program::root_only_dir(dir, true) {
+        Ok(()) => Some(value),
+        Err(why) => refuse(&why),
+    }
+}
+
 /// The running kernel's BTF, if it has any (a notice when it has none or
 /// it is unreadable: the metrics that need it are off).
 fn kernel_btf() -> Option<crate::kernel::btf::Btf> {
-    let path = std::env::var_os(BTF_ENV).map_or_else(
-        || crate::kernel::btf::VMLINUX.into(),
-        std::path::PathBuf::from,
-    );
+    let path = test_hook(BTF_ENV).unwrap_or_else(|| crate::kernel::btf::VMLINUX.into());
     let data = match crate::kernel::btf::Btf::read_blob(&path) {
         Ok(d) => d,
         Err(e) => {

@@ -8,6 +8,7 @@ use std::{
     process::Command,
 };
 
+use crate::host::root_program;
 use anyhow::{Context, Result, bail};
 
 /// Where downloaded kernels are unpacked (kept between runs).
@@ -111,7 +112,9 @@ pub fn resolve(spec: &str) -> Result<Kernel> {
         // them once and look again.
         Err(e) => {
             eprintln!("vmtrace: {e:#}; running apt-get update and trying again");
-            let _ = Command::new("apt-get").args(["update", "-q"]).output();
+            let _ = Command::new(root_program::system("apt-get", "apt")?)
+                .args(["update", "-q"])
+                .output();
             unpacked(&package()?)?
         }
     };
@@ -129,7 +132,7 @@ fn newest_package(line: &str) -> Result<String> {
         bail!("--kernel debian:{line}: give a kernel line like debian:6.1 or debian:6.12");
     }
     let search = |pattern: &str| -> Result<Vec<String>> {
-        let out = Command::new("apt-cache")
+        let out = Command::new(root_program::system("apt-cache", "apt")?)
             .args(["search", "--names-only", pattern])
             .output()
             .context("running apt-cache (a Debian system is needed for debian:VERSION)")?;
@@ -156,7 +159,9 @@ fn newest_package(line: &str) -> Result<String> {
     if names.is_empty() {
         // apt's lists may predate the line (a fresh machine): refresh once.
         eprintln!("vmtrace: apt knows no Debian {line} kernel yet; running apt-get update");
-        let _ = Command::new("apt-get").args(["update", "-q"]).output();
+        let _ = Command::new(root_program::system("apt-get", "apt")?)
+            .args(["update", "-q"])
+            .output();
         names = of_line(search(&pattern)?);
     }
     names.sort_by_key(|n| version_key(n));
@@ -189,7 +194,7 @@ fn unpacked(package: &str) -> Result<Kernel> {
         let debs = Path::new(CACHE_DIR).join("debs");
         std::fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
         eprintln!("vmtrace: downloading {package} (apt-get download; not installed)");
-        let out = Command::new("apt-get")
+        let out = Command::new(root_program::system("apt-get", "apt")?)
             .args(["download", "-q", package])
             .current_dir(&debs)
             .output()
@@ -215,7 +220,7 @@ fn unpacked(package: &str) -> Result<Kernel> {
             .with_context(|| format!("apt-get download left no {package}_*.deb"))?;
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
-        let ok = Command::new("dpkg-deb")
+        let ok = Command::new(root_program::system("dpkg-deb", "dpkg")?)
             .arg("-x")
             .arg(&deb)
             .arg(&dir)

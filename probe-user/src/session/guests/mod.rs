@@ -119,8 +119,7 @@ pub fn kernels(opts: &KernelsOptions) -> Result<i32> {
             crate::model::recording::utc(std::time::SystemTime::now()).1
         )),
     };
-    crate::host::output::create_dir_all(&out)
-        .with_context(|| format!("creating {}", out.display()))?;
+    crate::host::output::own_dir(&out).with_context(|| format!("--out {}", out.display()))?;
     let kvm = match opts.accel {
         Accel::Kvm => true,
         Accel::Tcg => false,
@@ -311,7 +310,7 @@ fn run_one(
         Some(m) if opts.mem.len() > 1 => out.join(format!("{i}-{name}-{}M", m >> 20)),
         _ => out.join(format!("{i}-{name}")),
     };
-    crate::host::output::create_dir_all(&dir)?;
+    crate::host::output::own_dir(&dir).with_context(|| format!("{}", dir.display()))?;
     let outcome = match (kernel, mem) {
         (Some(k), Some(m)) => run_in_guest(exe, opts, guest, k, m, &dir),
         _ => run_on_host(exe, opts, spec, &dir),

@@ -109,7 +109,8 @@ pub fn make_disk(path: &Path, bytes: u64, swap: bool) -> Result<()> {
             &["-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1"],
         )
     };
-    let out = Command::new(tool)
+    let package = if swap { "util-linux" } else { "e2fsprogs" };
+    let out = Command::new(crate::host::root_program::system(tool, package)?)
         .args(args)
         .arg(path)
         .output()

@@ -241,7 +241,7 @@ fn stage_and_format(
         stage.display(),
         image.display()
     ));
-    let out = Command::new("unshare")
+    let out = Command::new(crate::host::root_program::system("unshare", "util-linux")?)
         .args(["--mount", "--propagation", "private", "sh", "-c", &script])
         .output()
         .context("running unshare (util-linux) to build the guest image")?;
