@@ -359,7 +359,10 @@ fn background_processes_are_counted_and_killed_with_their_cgroups() {
     let _g = guard();
     let dir = fresh_scratch("background");
     // One sleeper in a sub-cgroup the workload makes, one in the box.
-    let script = r#"cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+    // The v2 mount is /sys/fs/cgroup, or /sys/fs/cgroup/unified on a
+    // hybrid machine (the box's memory cgroup is then v1's).
+    let script = r#"v2=$(awk '{for(i=1;i<NF;i++) if($i=="-"){if($(i+1)=="cgroup2") print $5; break}}' /proc/self/mountinfo | head -n 1)
+cg=$v2$(sed -n 's/^0:://p' /proc/self/cgroup)
 mkdir "$cg/sub" || exit 3
 sh -c 'echo $$ > "$1/sub/cgroup.procs" && exec sleep 1000' x "$cg" &
 echo $! > in-sub.pid
