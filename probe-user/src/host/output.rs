@@ -161,11 +161,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_as(path, bytes, who.as_ref())
 }
 
+/// `write_atomic`, readable by its owner only (mode 0600): what lists
+/// other users' processes (a system-wide attach).
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let who = invoker()?;
+    write_atomic_mode(path, bytes, who.as_ref(), 0o600)
+}
+
 /// `write_atomic` as `who` (None: as this process is).
 pub fn write_atomic_as(path: &Path, bytes: &[u8], who: Option<&Identity>) -> io::Result<()> {
+    write_atomic_mode(path, bytes, who, 0o666 & !umask())
+}
+
+fn write_atomic_mode(
+    path: &Path,
+    bytes: &[u8],
+    who: Option<&Identity>,
+    mode: u32,
+) -> io::Result<()> {
     let (dir, name) = split(path)?;
     let (cdir, cname) = (cstr(&dir)?, cstr(Path::new(&name))?);
-    let mode = 0o666 & !umask();
     as_user(who, move || {
         let dirfd = open_dir(&cdir)?;
         if is_link_at(&dirfd, &cname) {
@@ -519,6 +534,16 @@ mod tests {
         std::os::unix::fs::symlink(&mine, &link).expect("symlink");
         let e = own_dir(&link).expect_err("a link");
         assert!(e.to_string().contains("symbolic link"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_private_file_is_its_owners_alone() {
+        let dir = crate::host::test_scratch("output-private");
+        let path = dir.join("everyone.json");
+        write_atomic_private(&path, b"{}").expect("writes");
+        let mode = std::fs::metadata(&path).expect("stat").mode() & 0o777;
+        assert_eq!(mode, 0o600);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

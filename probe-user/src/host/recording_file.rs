@@ -22,8 +22,22 @@ impl Recording {
     /// created O_EXCL|O_NOFOLLOW, renamed over the final name; a final
     /// name that is a symbolic link is refused).
     pub fn write(&self, path: &Path) -> Result<()> {
+        self.write_with(path, crate::host::output::write_atomic)
+    }
+
+    /// `write`, readable by its owner only (0600): a recording that lists
+    /// other users' processes (a system-wide or by-name attach).
+    pub fn write_private(&self, path: &Path) -> Result<()> {
+        self.write_with(path, crate::host::output::write_atomic_private)
+    }
+
+    fn write_with(
+        &self,
+        path: &Path,
+        write: fn(&Path, &[u8]) -> std::io::Result<()>,
+    ) -> Result<()> {
         let bytes = self.to_bytes()?;
-        crate::host::output::write_atomic(path, &bytes).map_err(|e| {
+        write(path, &bytes).map_err(|e| {
             anyhow!(
                 "cannot write the recording to {}: {e}; choose another path with -o",
                 path.display()

@@ -172,13 +172,17 @@ fn mount_tracefs(target: &Path) -> io::Result<()> {
     let c = |s: &str| CString::new(s).map_err(io::Error::other);
     let target = c(&target.to_string_lossy())?;
     let (src, fstype) = (c("nodev")?, c("tracefs")?);
+    // As the system mounts it: no set-uid programs, devices or programs
+    // run from it (it holds none; nothing there is to be trusted if it
+    // ever did).
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     // SAFETY: all pointers are valid NUL-terminated strings; data is NULL.
     let rc = unsafe {
         libc::mount(
             src.as_ptr(),
             target.as_ptr(),
             fstype.as_ptr(),
-            0,
+            flags,
             std::ptr::null(),
         )
     };

@@ -287,8 +287,13 @@ pub fn attach_job(
         report,
     });
     // Written before anything is printed: a full standard output must not
-    // cost the recording.
-    recording.write(&path)?;
+    // cost the recording. Every task's, or tasks found by name, are
+    // other users' too: their pids and commands stay the invoker's.
+    if opts.pids.is_empty() && opts.cgroups.is_empty() || !opts.comms.is_empty() {
+        recording.write_private(&path)?;
+    } else {
+        recording.write(&path)?;
+    }
     if let Some(run) = recording.runs.last() {
         show(&run.report)
             .with_context(|| format!("recording written to {}, then", path.display()))?;

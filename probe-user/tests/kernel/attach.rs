@@ -379,6 +379,22 @@ fn attach_lines_sigterm_and_bad_targets() {
     );
     let rec = recording(&rec_path);
     assert_eq!(rec["complete"], false);
+    // One's own process: the umask decides; every task's (other users'
+    // pids and commands): the owner's alone.
+    use std::os::unix::fs::MetadataExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).expect("stat").mode() & 0o777;
+    assert_ne!(mode(&rec_path), 0o600);
+    let everyone = scratch().join("attach-system-wide.vmtrace.json");
+    let out = vmtrace(&["attach", "--duration", "0.5", "-o"])
+        .arg(&everyone)
+        .output()
+        .expect("attach system-wide");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(mode(&everyone), 0o600, "a system-wide attach's recording");
 
     for (args, want) in [
         (
