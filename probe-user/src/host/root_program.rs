@@ -37,10 +37,16 @@ pub const SYSTEM_DIRS: [&str; 4] = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 
 /// `name` from the first of `SYSTEM_DIRS` where it is root's alone (see
 /// `root_only`); Err: a line that names the package to install.
+/// The path returned is the name in that directory, not where its links
+/// lead: a program may read its name (`mkfs.ext4` is a link to `mke2fs`,
+/// which run under its own name makes ext2).
 pub fn system(name: &str, package: &str) -> anyhow::Result<PathBuf> {
     SYSTEM_DIRS
         .iter()
-        .find_map(|d| root_only(&Path::new(d).join(name)).ok())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| {
+            root_only(p).is_ok() && p.parent().is_some_and(|d| root_only_dir(d, false).is_ok())
+        })
         .ok_or_else(|| {
             anyhow::anyhow!(
                 "{name} not found as root's program in {}; install {package} \
@@ -95,8 +101,14 @@ mod tests {
         assert!(
             SYSTEM_DIRS
                 .iter()
-                .any(|d| sh.starts_with(d) || sh.starts_with("/usr"))
+                .any(|d| sh.parent() == Some(Path::new(d)))
         );
+        // The name as found, not its link's target: mkfs.ext4 -> mke2fs
+        // would make ext2 under the target's name.
+        assert_eq!(sh.file_name(), Some(std::ffi::OsStr::new("sh")));
+        if let Ok(mkfs) = system("mkfs.ext4", "e2fsprogs") {
+            assert_eq!(mkfs.file_name(), Some(std::ffi::OsStr::new("mkfs.ext4")));
+        }
         let e = system("vmtrace-no-such-helper", "nothing").expect_err("missing");
         assert!(e.to_string().contains("install nothing"), "{e}");
     }
