@@ -171,21 +171,28 @@ mod tests {
     }
 
     /// A crafted recording's 200k ways in (10x the 20k that took 3 s
-    /// when each was searched for): summed through the index, in well
-    /// under 2 s, the top rows intact.
+    /// when each was searched for): summed through the index, the top
+    /// rows intact. Timed against 20k in the same run (a shared machine
+    /// is noisy): linear is ~10x, the old search was ~100x.
     #[test]
     fn two_hundred_thousand_ways_in_take_linear_time() {
-        let names: Vec<String> = (0..200_000).map(|i| format!("f{i}")).collect();
-        let ways: Vec<(&str, f64)> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), 1e-6 * (i % 1000) as f64))
-            .collect();
-        let (a, b) = ([run(&ways), run(&ways)], [run(&ways), run(&ways)]);
-        let t = std::time::Instant::now();
-        let rows = compare(&a, &b);
-        let took = t.elapsed();
-        assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+        let timed = |n: usize| {
+            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+            let ways: Vec<(&str, f64)> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.as_str(), 1e-6 * (i % 1000) as f64))
+                .collect();
+            let (a, b) = ([run(&ways), run(&ways)], [run(&ways), run(&ways)]);
+            let t = std::time::Instant::now();
+            let rows = compare(&a, &b);
+            (t.elapsed(), rows)
+        };
+        let (small, _) = timed(20_000);
+        let (took, rows) = timed(200_000);
+        let ratio = took.as_secs_f64() / small.as_secs_f64().max(1e-3);
+        assert!(ratio < 30.0, "200k: {took:?}, 20k: {small:?}");
+        assert!(took < std::time::Duration::from_secs(20), "{took:?}");
         assert_eq!(rows.len(), MAX_ROWS);
         assert!(rows.iter().all(|r| r.moved.iter().all(|m| !m)));
     }

@@ -1,6 +1,7 @@
 //! The saved model: what a run measured, as written to and read from a
 //! recording. Depends on nothing above it; every view reads only this.
 
+pub mod bounded;
 pub mod counters;
 pub mod entries;
 pub mod format;

@@ -169,8 +169,7 @@ pub struct CompactionReport {
     pub runs: Summary,
     /// Compaction runs of every task (kcompactd and proactive included).
     pub all_tasks: u64,
-    /// The runs' wall time split as the reclaim stalls' (None: not
-    /// measured).
+    /// The runs' wall time split as the reclaim stalls' (None: unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<StallSplit>,
 }
@@ -535,6 +534,7 @@ pub struct CollectorCost {
 pub struct RunReport {
     pub vmtrace_version: String,
     pub kernel_release: String,
+    #[serde(deserialize_with = "crate::model::bounded::arguments")]
     pub command: Vec<String>,
     /// The command's process id.
     pub pid: u32,

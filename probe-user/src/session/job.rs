@@ -214,7 +214,7 @@ fn run_all(
             }
             let interrupted = outcome.report.exit.interrupted;
             out.recording.runs.push(RecordedRun {
-                label: label.clone(),
+                label: crate::model::bounded::cut_label(label),
                 report: outcome.report,
             });
             if interrupted {

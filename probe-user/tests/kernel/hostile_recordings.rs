@@ -269,3 +269,54 @@ fn a_110_mb_recording_reports_in_a_fraction_of_its_old_memory() {
         );
     }
 }
+
+/// Issue 46, finding 4: 48 MB of one-letter arguments (`"a",` x 12M)
+/// took 785 MB to read. A command line past what Linux lets one have
+/// (MAX_ARG_STRLEN, ARG_MAX) is refused while it is read: one line, in
+/// at most 4x the file.
+#[test]
+#[ignore = "runs vmtrace on hostile recordings; run with `cargo xtask test`"]
+fn twelve_million_arguments_are_refused_within_4x_the_file() {
+    use std::io::Write as _;
+    let dir = fresh_scratch("hostile-args");
+    let mut rec = corpus_recording();
+    rec["workload"]["arguments"] = serde_json::json!(["ARGUMENTS-HERE"]);
+    let text = serde_json::to_string(&rec).expect("ser");
+    let (before, after) = text.split_once("\"ARGUMENTS-HERE\"").expect("placeholder");
+    let file = dir.join("arguments.vmtrace.json");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("create"));
+    f.write_all(before.as_bytes()).expect("write");
+    let chunk = "\"a\",".repeat(1 << 18);
+    for _ in 0..48 {
+        f.write_all(chunk.as_bytes()).expect("write");
+    }
+    f.write_all(b"\"a\"").expect("write");
+    f.write_all(after.as_bytes()).expect("write");
+    drop(f);
+    let size = std::fs::metadata(&file).expect("stat").len();
+    assert!(size > 48 * MIB, "{size}");
+    let o = report(&file, Duration::from_secs(60));
+    eprintln!(
+        "{}: {} MiB, exit {:?}, {:.2} s, peak RSS {} MiB: {}",
+        file.display(),
+        size / MIB,
+        o.code,
+        o.wall.as_secs_f64(),
+        o.peak_rss / MIB,
+        o.stderr.trim_end()
+    );
+    assert_eq!(o.code, Some(125), "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "not one line: {}", o.stderr);
+    assert!(
+        o.stderr.contains("more than 262144 arguments"),
+        "{}",
+        o.stderr
+    );
+    let inherited = self_high_water();
+    assert!(
+        o.peak_rss <= 4 * size + inherited,
+        "peak RSS {} MiB for a {} MiB file",
+        o.peak_rss / MIB,
+        size / MIB
+    );
+}

@@ -51,6 +51,7 @@ pub struct Workload {
     /// `qsbench`, `build`, `memhog`, or the command's program name.
     pub name: String,
     /// Its arguments as given to it (defaults filled in for bundled ones).
+    #[serde(deserialize_with = "crate::model::bounded::arguments")]
     pub arguments: Vec<String>,
     /// The seed the bundled workload ran with (None: not a bundled one).
     pub seed: Option<u64>,
@@ -59,6 +60,7 @@ pub struct Workload {
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordedRun {
     /// The sweep value this run belongs to (`-j5`), empty without a sweep.
+    #[serde(deserialize_with = "crate::model::bounded::label")]
     pub label: String,
     pub report: RunReport,
 }

@@ -51,7 +51,7 @@ pub fn resolve_all(
                 image: built.image,
                 modules: None,
                 release: Some(built.release),
-                label: Some(built.label),
+                label: Some(crate::model::bounded::cut_label(&built.label)),
             }));
         } else {
             resolved.push(Some(resolve(spec)?));
