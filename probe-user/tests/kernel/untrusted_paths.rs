@@ -220,10 +220,21 @@ fn links_planted_at_a_recordings_paths_leave_root_files_alone() {
     // to root's file: the recording is written all the same, beside them.
     let pids = next_pids(300);
     plant_as_nobody(&tmp_links(&d, "two.json", &secret, &pids), &[], &[]);
+    // And what looks like a dead writer's temporary (which root's run
+    // sweeps when it is root's own): nobody's file and nobody's link.
+    let dead_file = d.join(".two.json.4294967294-0123456789abcdef.tmp");
+    let dead_link = d.join(".two.json.4294967293-0123456789abcdef.tmp");
+    plant_as_nobody(
+        &[(secret.clone(), dead_link.clone())],
+        std::slice::from_ref(&dead_file),
+        &[],
+    );
     let rec = d.join("two.json");
     let out = run_with_pid_in(run_true(&[], &rec, false), &pids);
     assert_untouched(&secret, "links at the temporary names");
     ok(&out, "links at the temporary names");
+    assert_eq!(owner(&dead_file), NOBODY, "nobody's temporary-like file");
+    assert_eq!(owner(&dead_link), NOBODY, "nobody's temporary-like link");
     let m = std::fs::symlink_metadata(&rec).expect("recording");
     assert!(m.is_file() && m.uid() == 0, "{m:?}");
     assert!(crate::common::recording(&rec)["runs"][0]["report"].is_object());
