@@ -104,7 +104,12 @@ fn attach_by_pid_follows_children_forked_later() {
 
 /// A memory box of `mem_limit` bytes with 1 GiB of swap, made with
 /// vmtrace's own box code (so that it is cleaned up like vmtrace's).
+/// The test process holds vmtrace's live lock while it has one, as a
+/// vmtrace does: the box is named for its pid, and a vmtrace that
+/// attaches sweeps the boxes of pids that hold no live lock.
 pub(crate) fn memory_box(mem_limit: u64) -> vmtrace::host::membox::MemBox {
+    static LIVE: std::sync::OnceLock<vmtrace::host::lock::LiveLock> = std::sync::OnceLock::new();
+    LIVE.get_or_init(|| vmtrace::host::lock::LiveLock::take().expect("the live lock"));
     vmtrace::host::membox::MemBox::create(&vmtrace::host::membox::BoxSpec {
         mem_limit: Some(mem_limit),
         swap: Some(1 << 30),

@@ -166,9 +166,26 @@ fn two_sorters_on_one_cpu_wait_behind_the_job() {
 fn the_job_pressure_agrees_with_its_measured_waits() {
     let _g = guard();
     let sorter = qsbench();
-    let r = {
+    // In its tight box the sorter is now and then OOM-killed although
+    // swap is free (a charge whose reclaim passes free nothing while
+    // swap-outs are in flight: what calibration case 04 plants); such a
+    // run has no whole job to cross-check, so it is run once more.
+    let mut attempts = 0;
+    let r = loop {
+        attempts += 1;
         let _hog = Hog::start();
-        pinned_run_in(&["--mem", "64M", "--swap", "512M"], &[&sorter, "-m", "96"])
+        let out = vmtrace(&["run", "--json", "--progress", "none"])
+            .args(["--mem", "64M", "--swap", "512M", "--", "taskset", "-c", "0"])
+            .args([sorter.as_str(), "-m", "96"])
+            .output()
+            .expect("run vmtrace");
+        let r = json_of(&out);
+        if r["exit"]["oom_killed"] == true && attempts < 2 {
+            println!("run {attempts} OOM-killed in its box; once more");
+            continue;
+        }
+        assert_eq!(r["exit"]["code"], 0, "{r:#}");
+        break r;
     };
     let b = &r["membox"];
     let (Some(cpu), Some(io)) = (b.get("cpu_pressure"), b.get("io_pressure")) else {
