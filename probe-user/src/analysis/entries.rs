@@ -191,7 +191,11 @@ mod tests {
         let (small, _) = timed(20_000);
         let (took, rows) = timed(200_000);
         let ratio = took.as_secs_f64() / small.as_secs_f64().max(1e-3);
-        assert!(ratio < 30.0, "200k: {took:?}, 20k: {small:?}");
+        // Quadratic took 8 s at 20k (minutes at 200k). In a release
+        // build 20k fits in a cache that 200k does not (ratio 40 seen),
+        // so a fast run passes whatever its ratio.
+        let fast = took < std::time::Duration::from_secs(1);
+        assert!(fast || ratio < 30.0, "200k: {took:?}, 20k: {small:?}");
         assert!(took < std::time::Duration::from_secs(20), "{took:?}");
         assert_eq!(rows.len(), MAX_ROWS);
         assert!(rows.iter().all(|r| r.moved.iter().all(|m| !m)));
