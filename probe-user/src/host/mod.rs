@@ -11,6 +11,7 @@ pub mod membox;
 pub mod output;
 pub mod private_dir;
 pub mod privilege;
+pub mod privsep;
 pub mod proc;
 pub mod recording_file;
 pub mod root_program;

@@ -189,6 +189,11 @@ pub fn drop_all_but(keep: &[u32]) -> Result<()> {
     Ok(())
 }
 
+/// Empties this thread's effective, permitted and inheritable sets.
+pub(crate) fn capset_none() -> Result<()> {
+    capset(0).map_err(|e| anyhow::anyhow!("capset: {e}"))
+}
+
 /// capset(2), version 3: effective and permitted become what this thread
 /// permits of `keep`, inheritable nothing.
 fn capset(keep: u64) -> std::io::Result<()> {

@@ -170,11 +170,13 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
     // What a vmtrace killed with SIGKILL left (sysctls, boxes with their
     // workloads, swapfiles): attaching sweeps as a run does.
     preflight::clean_stale_box(Path::new(crate::host::swapfile::DEFAULT_SWAP_DIR))?;
+    // Listen before attaching (an address in use fails with nothing
+    // attached yet), and fork the HTTP server while the process has one
+    // thread and nothing the server should hold: it runs as nobody.
+    let mut server = opts.serve.as_ref().map(serve::start).transpose()?;
     let (rt, mut signals) = runtime_with_signals()?;
-    // Listen before attaching: an address in use fails with nothing
-    // attached yet.
-    let scrapes = match &opts.serve {
-        Some(s) => Some(rt.block_on(serve::start(s))?),
+    let scrapes = match server.as_mut() {
+        Some(s) => Some(s.scrapes(&rt)?),
         None => None,
     };
     let mut tracer = attach_tracer(opts, &targets)?;
@@ -214,10 +216,14 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
         Stop::Signal => eprintln!("vmtrace: stopping on the signal; detaching"),
         Stop::Duration => {}
         Stop::TargetsGone => eprintln!("vmtrace: every target has exited; detaching"),
+        Stop::ServerGone => {
+            eprintln!("vmtrace: the HTTP server process has ended; detaching")
+        }
     }
+    drop(server);
     // Stopped by a signal: detach at once (a second Ctrl-C then finds
     // nothing left to wait for).
-    let settle = if matches!(why, Stop::Signal) {
+    let settle = if matches!(why, Stop::Signal | Stop::ServerGone) {
         Duration::ZERO
     } else {
         Duration::from_secs(2)
@@ -228,7 +234,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
     report.target = targets.text;
     report.attached = true;
     report.exit = Exit {
-        interrupted: matches!(why, Stop::Signal),
+        interrupted: matches!(why, Stop::Signal | Stop::ServerGone),
         ..Default::default()
     };
     Ok(report)
@@ -299,7 +305,10 @@ async fn trace_until_stopped(
                     return Stop::TargetsGone;
                 }
             }
-            Some(scrape) = next_scrape(&mut scrapes) => {
+            scrape = next_scrape(&mut scrapes) => {
+                let Some(scrape) = scrape else {
+                    return Stop::ServerGone;
+                };
                 if let (Some(e), Some(p)) = (exporter.as_mut(), watch.probes.as_deref_mut()) {
                     scrape.answer(e, p);
                 }
@@ -328,6 +337,8 @@ enum Stop {
     Signal,
     Duration,
     TargetsGone,
+    /// The HTTP server process ended (killed, or it could not drop root).
+    ServerGone,
 }
 
 /// Whether any target can still run: a followed process alive, or a

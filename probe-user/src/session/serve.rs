@@ -1,7 +1,9 @@
 //! `attach --serve ADDR`: vmtrace as a Prometheus exporter. An HTTP/1.1
-//! server (hyper) answers `GET /metrics`; each scrape is passed to the
-//! attach loop, the one owner of the probes, which reads the maps and
-//! renders the exposition (`view::prometheus`). Nothing is kept per scrape.
+//! server (hyper) answers `GET /metrics` in a process of its own that
+//! runs as `nobody` with no capability (`host::privsep`); each scrape is
+//! a byte to the attach loop, the one owner of the probes, which reads
+//! the maps, renders the exposition (`view::prometheus`) and sends the
+//! text back. Nothing is kept per scrape.
 //!
 //! Per-cgroup rows live in the kernel table `CGROUP_STALLS`, whose size
 //! is the cap (`--max-cgroups`); their names come from a walk of the
@@ -24,6 +26,7 @@
 use std::{
     collections::HashMap,
     net::SocketAddr,
+    os::fd::AsRawFd,
     path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
@@ -37,7 +40,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use vmtrace_common::{Counter, Hist, ReclaimContext};
 
 use crate::{
-    host::{cgroupfs, membox::CgroupMounts, proc},
+    host::{cgroupfs, membox::CgroupMounts, privsep, proc},
     kernel::{
         collect,
         probes::{MetricId, Probes},
@@ -115,9 +118,49 @@ pub fn host_allowed(host: Option<&str>, hostname: &str) -> bool {
         || (!hostname.is_empty() && name == hostname.to_ascii_lowercase())
 }
 
-/// Binds the address and serves connections on the current runtime;
-/// scrapes arrive on the returned channel.
-pub async fn start(opts: &ServeOptions) -> Result<mpsc::Receiver<Scrape>> {
+/// The HTTP server, forked off (`host::privsep`): the parent's side.
+/// Dropped, it shuts the socket pair down, which ends the child, and
+/// reaps it.
+pub struct Server {
+    child: privsep::Child,
+    sock: Option<std::os::unix::net::UnixStream>,
+    /// The same socket, to shut down from here whoever holds it.
+    stop: std::os::unix::net::UnixStream,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.stop.shutdown(std::net::Shutdown::Both);
+        self.child.reap();
+    }
+}
+
+impl Server {
+    /// The server process (unprivileged).
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
+    /// Relays the child's scrapes on `rt`: they arrive on the returned
+    /// channel, which closes when the child is gone.
+    pub fn scrapes(&mut self, rt: &tokio::runtime::Runtime) -> Result<mpsc::Receiver<Scrape>> {
+        let sock = self
+            .sock
+            .take()
+            .context("the HTTP server's scrapes are already relayed")?;
+        sock.set_nonblocking(true)?;
+        let _in = rt.enter();
+        let sock = tokio::net::UnixStream::from_std(sock)?;
+        let (tx, rx) = mpsc::channel::<Scrape>(1);
+        rt.spawn(answer_child(sock, tx));
+        Ok(rx)
+    }
+}
+
+/// Binds the address, then forks the HTTP server into a process of its
+/// own that drops root (`host::privsep`); call it while nothing is
+/// attached yet (one thread, no descriptor worth keeping from it).
+pub fn start(opts: &ServeOptions) -> Result<Server> {
     if !opts.listen.ip().is_loopback() {
         eprintln!(
             "vmtrace: warning: serving /metrics on {}, not a loopback address: put it behind \
@@ -125,59 +168,190 @@ pub async fn start(opts: &ServeOptions) -> Result<mpsc::Receiver<Scrape>> {
             opts.listen
         );
     }
-    let listener = tokio::net::TcpListener::bind(opts.listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {} (in use by another exporter, or not an address of this \
-                 machine); give another with --serve",
-                opts.listen
-            )
-        })?;
-    eprintln!("vmtrace: serving http://{}/metrics", opts.listen);
-    let (tx, rx) = mpsc::channel::<Scrape>(MAX_CONNECTIONS);
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let hostname: Arc<str> = proc::hostname().unwrap_or_default().into();
-    let open = Open::default();
-    tokio::spawn(async move {
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                // Out of descriptors (EMFILE) or memory: retrying at once
-                // would spin; the pause lets connections end.
-                Err(_) => {
-                    tokio::time::sleep(ACCEPT_PAUSE).await;
-                    continue;
-                }
-            };
-            let conn = Conn {
-                tx: tx.clone(),
-                hostname: hostname.clone(),
-                open: open.clone(),
-            };
-            match slots.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    tokio::spawn(conn.serve(stream, permit));
-                }
-                // Full: the connection idle longest is closed for this
-                // one (a flood of connections that each ask now and then
-                // cannot keep a scraper out), which waits for its slot
-                // without holding up the accept loop.
-                Err(_) => {
-                    open.close_most_idle();
-                    let slots = slots.clone();
-                    tokio::spawn(async move {
-                        if let Ok(Ok(permit)) =
-                            tokio::time::timeout(HEADER_TIMEOUT, slots.acquire_owned()).await
-                        {
-                            conn.serve(stream, permit).await;
-                        }
-                    });
+    let listener = std::net::TcpListener::bind(opts.listen).with_context(|| {
+        format!(
+            "cannot listen on {} (in use by another exporter, or not an address of this \
+             machine); give another with --serve",
+            opts.listen
+        )
+    })?;
+    listener.set_nonblocking(true)?;
+    let (parent_end, child_end) =
+        std::os::unix::net::UnixStream::pair().context("a socket pair for the HTTP server")?;
+    let hostname = proc::hostname().unwrap_or_default();
+    let keep = [listener.as_raw_fd(), child_end.as_raw_fd()];
+    match privsep::fork_unprivileged(&keep)? {
+        privsep::Forked::Child => serve_in_child(listener, child_end, hostname),
+        privsep::Forked::Parent(child) => {
+            eprintln!("vmtrace: serving http://{}/metrics", opts.listen);
+            Ok(Server {
+                child,
+                stop: parent_end.try_clone()?,
+                sock: Some(parent_end),
+            })
+        }
+    }
+}
+
+/// The child: serves connections until the parent's end closes, then
+/// exits (never returning into the parent's code).
+fn serve_in_child(
+    listener: std::net::TcpListener,
+    sock: std::os::unix::net::UnixStream,
+    hostname: String,
+) -> ! {
+    let served = (|| -> Result<()> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            sock.set_nonblocking(true)?;
+            let sock = tokio::net::UnixStream::from_std(sock)?;
+            let (tx, rx) = mpsc::channel::<Scrape>(MAX_CONNECTIONS);
+            tokio::spawn(accept_loop(listener, tx, hostname.into()));
+            ask_parent(sock, rx).await;
+            Ok(())
+        })
+    })();
+    if let Err(e) = served {
+        eprintln!("vmtrace: the HTTP server stopped: {e:#}");
+    }
+    // SAFETY: ends the forked child without the parent's destructors.
+    unsafe { libc::_exit(0) }
+}
+
+/// The relay's wire: a byte asks for an exposition in a format, a
+/// little-endian u32 length and the text answer it.
+fn format_byte(format: Format) -> u8 {
+    match format {
+        Format::Prometheus => 0,
+        Format::OpenMetrics => 1,
+    }
+}
+
+fn byte_format(b: u8) -> Option<Format> {
+    match b {
+        0 => Some(Format::Prometheus),
+        1 => Some(Format::OpenMetrics),
+        _ => None,
+    }
+}
+
+/// In the child: each scrape asked of the parent, one at a time; ends
+/// when the parent's end closes.
+async fn ask_parent(mut sock: tokio::net::UnixStream, mut rx: mpsc::Receiver<Scrape>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    loop {
+        let scrape = tokio::select! {
+            scrape = rx.recv() => match scrape {
+                Some(s) => s,
+                None => return,
+            },
+            // The parent writes only when asked: readable now means its
+            // end closed (it stopped, or died: the signal it sends at
+            // death needs a capability it dropped).
+            _ = sock.readable() => {
+                let mut b = [0u8; 1];
+                match sock.try_read(&mut b) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    _ => return,
                 }
             }
+        };
+        if sock.write_all(&[format_byte(scrape.format)]).await.is_err() {
+            return;
         }
-    });
-    Ok(rx)
+        let mut len = [0u8; 4];
+        if sock.read_exact(&mut len).await.is_err() {
+            return;
+        }
+        let mut text = vec![0u8; u32::from_le_bytes(len) as usize];
+        if sock.read_exact(&mut text).await.is_err() {
+            return;
+        }
+        let _ = scrape
+            .reply
+            .send(String::from_utf8_lossy(&text).into_owned());
+    }
+}
+
+/// In the parent: a byte from the child becomes a scrape for the attach
+/// loop; anything else from it, or its end closing, ends the relay (and
+/// closes the channel, which stops the loop).
+async fn answer_child(mut sock: tokio::net::UnixStream, tx: mpsc::Sender<Scrape>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    loop {
+        let mut b = [0u8; 1];
+        if sock.read_exact(&mut b).await.is_err() {
+            return;
+        }
+        let Some(format) = byte_format(b[0]) else {
+            return;
+        };
+        let (reply, answer) = oneshot::channel();
+        if tx.send(Scrape { format, reply }).await.is_err() {
+            return;
+        }
+        let Ok(text) = answer.await else {
+            return;
+        };
+        let Ok(len) = u32::try_from(text.len()) else {
+            return;
+        };
+        if sock.write_all(&len.to_le_bytes()).await.is_err()
+            || sock.write_all(text.as_bytes()).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Accepts connections and gives each a slot.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    tx: mpsc::Sender<Scrape>,
+    hostname: Arc<str>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let open = Open::default();
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors (EMFILE) or memory: retrying at once
+            // would spin; the pause lets connections end.
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+                continue;
+            }
+        };
+        let conn = Conn {
+            tx: tx.clone(),
+            hostname: hostname.clone(),
+            open: open.clone(),
+        };
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(conn.serve(stream, permit));
+            }
+            // Full: the connection idle longest is closed for this
+            // one (a flood of connections that each ask now and then
+            // cannot keep a scraper out), which waits for its slot
+            // without holding up the accept loop.
+            Err(_) => {
+                open.close_most_idle();
+                let slots = slots.clone();
+                tokio::spawn(async move {
+                    if let Ok(Ok(permit)) =
+                        tokio::time::timeout(HEADER_TIMEOUT, slots.acquire_owned()).await
+                    {
+                        conn.serve(stream, permit).await;
+                    }
+                });
+            }
+        }
+    }
 }
 
 /// A pause after a failed accept (no descriptors left: RLIMIT_NOFILE).

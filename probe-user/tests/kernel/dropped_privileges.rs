@@ -235,6 +235,7 @@ fn the_exporter_serves_live_counters_after_the_drop() {
     let child = Stopping(Some(child));
     // The exporter walks cgroupfs for cgroup names: CAP_DAC_READ_SEARCH.
     assert_only(pid, CAP_SYS_ADMIN | CAP_DAC_READ_SEARCH);
+    let server = the_unprivileged_server(pid, &dir);
     let name = "vmtrace_memcg_reclaim_seconds_count";
     let before = metric(port, name);
     let membox = memory_box(64 << 20);
@@ -257,7 +258,113 @@ fn the_exporter_serves_live_counters_after_the_drop() {
     assert!(status.success(), "{status}: {err}");
     assert_eq!(delayacct(), old, "task_delayacct restored: {err}");
     assert!(Path::new(&rec).is_file(), "no recording: {err}");
+    assert!(
+        !Path::new(&format!("/proc/{server}")).exists(),
+        "the HTTP server {server} outlived vmtrace"
+    );
     let r = recording(&rec);
     let reclaims = r["runs"][0]["report"]["memcg_reclaim"]["stalls"]["count"].as_u64();
     println!("recording written; its memcg reclaim count {reclaims:?}");
+}
+
+/// The process that serves HTTP: vmtrace's one child, with no uid or gid
+/// 0, no group, no capability in any set, no_new_privs, and no eBPF or
+/// perf descriptor. A process with exactly its credentials (setpriv)
+/// cannot append to a root-owned 0644 file nor read /etc/shadow, which
+/// a uid 0 with the capabilities the exporter held before could.
+/// Returns its pid.
+fn the_unprivileged_server(vmtrace: u32, dir: &Path) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{vmtrace}/task/{vmtrace}/children"))
+        .expect("vmtrace's children");
+    let server: u32 = match children.split_whitespace().collect::<Vec<_>>()[..] {
+        [one] => one.parse().expect("a pid"),
+        ref other => panic!("vmtrace --serve has children {other:?}, not one"),
+    };
+    let status = std::fs::read_to_string(format!("/proc/{server}/status")).expect("status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    println!(
+        "HTTP server {server}: Uid {} Gid {} Groups [{}] CapEff {} CapPrm {} CapBnd {} \
+         CapAmb {} NoNewPrivs {}",
+        field("Uid:"),
+        field("Gid:"),
+        field("Groups:"),
+        field("CapEff:"),
+        field("CapPrm:"),
+        field("CapBnd:"),
+        field("CapAmb:"),
+        field("NoNewPrivs:")
+    );
+    let ids = |name: &str| -> Vec<u32> {
+        field(name)
+            .split_whitespace()
+            .map(|x| x.parse().expect("an id"))
+            .collect()
+    };
+    let (uids, gids) = (ids("Uid:"), ids("Gid:"));
+    assert!(uids.iter().all(|&u| u != 0), "uids {uids:?}");
+    assert!(gids.iter().all(|&g| g != 0), "gids {gids:?}");
+    assert_eq!(field("Groups:"), "", "supplementary groups");
+    for name in ["CapEff:", "CapPrm:", "CapBnd:", "CapAmb:", "CapInh:"] {
+        assert_eq!(
+            u64::from_str_radix(&field(name), 16).expect("hex mask"),
+            0,
+            "{name}"
+        );
+    }
+    assert_eq!(field("NoNewPrivs:"), "1");
+    for fd in std::fs::read_dir(format!("/proc/{server}/fd")).expect("its descriptors") {
+        let fd = fd.expect("fd entry");
+        let target = std::fs::read_link(fd.path()).expect("fd target");
+        let target = target.to_string_lossy();
+        assert!(
+            !target.contains("bpf") && !target.contains("perf_event"),
+            "the HTTP server holds {target}"
+        );
+    }
+
+    // What those credentials can do to root's files.
+    let file = dir.join("roots-0644");
+    std::fs::write(&file, "root's\n").expect("a root-owned file");
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .expect("chmod 0644");
+    let as_server = |script: &str| {
+        Command::new("setpriv")
+            .arg(format!("--reuid={}", uids[0]))
+            .arg(format!("--regid={}", gids[0]))
+            .args([
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .arg("sh")
+            .arg(&file)
+            .stderr(Stdio::null())
+            .status()
+            .expect("setpriv")
+    };
+    assert!(
+        !as_server("echo planted >> \"$1\"").success(),
+        "the server's credentials appended to a root-owned 0644 file"
+    );
+    assert!(
+        !as_server("cat /etc/shadow > /dev/null").success(),
+        "the server's credentials read /etc/shadow"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("the file"),
+        "root's\n"
+    );
+    println!("with the server's credentials: no append to a root 0644 file, no /etc/shadow");
+    server
 }

@@ -534,7 +534,8 @@ while time.time() < end:
     );
     let pid = limited.0.id();
     let _flood = flood(port);
-    let cpu = || -> f64 {
+    // vmtrace and the HTTP server it forked (its child, as nobody).
+    let cpu_of = |pid: &str| -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
         let f: Vec<f64> = after
@@ -543,6 +544,16 @@ while time.time() < end:
             .collect();
         // utime and stime: fields 14 and 15 of stat, 12 and 13 after ')'.
         (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+    };
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .expect("vmtrace's children");
+    assert_eq!(
+        children.split_whitespace().count(),
+        1,
+        "vmtrace --serve forks one HTTP server: {children}"
+    );
+    let cpu = || -> f64 {
+        cpu_of(&pid.to_string()) + children.split_whitespace().map(cpu_of).sum::<f64>()
     };
     let (c0, t0) = (cpu(), Instant::now());
     std::thread::sleep(Duration::from_secs(10));
