@@ -78,7 +78,7 @@ const MAX_DEPTH: usize = 32;
 pub fn walk(root: &Path, dir: &Path, names: &mut HashMap<u64, String>, depth: usize) {
     if let Ok(m) = std::fs::metadata(dir) {
         let rel = dir.strip_prefix(root).unwrap_or(dir);
-        names.insert(m.ino(), format!("/{}", rel.display()));
+        names.insert(m.ino(), path_name(rel));
     }
     if depth >= MAX_DEPTH {
         return;
@@ -93,9 +93,86 @@ pub fn walk(root: &Path, dir: &Path, names: &mut HashMap<u64, String>, depth: us
     }
 }
 
+/// A cgroup's name from its path under the mount: `/` and the path.
+/// Names are bytes; one that is not UTF-8 is written losslessly, and
+/// apart from every UTF-8 name: `//` (which no walked path holds: it
+/// would be an empty component) and the path with each `\` doubled and
+/// each byte outside UTF-8 as `\xNN`. So two cgroups never share a name
+/// (a lossy `\u{fffd}` gave two such cgroups one series) and UTF-8
+/// names, systemd's `\x2d` escapes included, are unchanged.
+pub fn path_name(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = rel.as_os_str().as_bytes();
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return format!("/{text}");
+    }
+    let mut out = String::from("//");
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes a `path_name` came from: its inverse.
+    fn path_bytes(name: &str) -> Vec<u8> {
+        let Some(escaped) = name.strip_prefix("//") else {
+            return name.as_bytes()[1..].to_vec();
+        };
+        let (mut out, mut rest) = (Vec::new(), escaped.as_bytes());
+        while let Some((&b, tail)) = rest.split_first() {
+            match (b, tail) {
+                (b'\\', [b'\\', more @ ..]) => {
+                    out.push(b'\\');
+                    rest = more;
+                }
+                (b'\\', [b'x', h, l, more @ ..]) => {
+                    let hex = std::str::from_utf8(&[*h, *l]).expect("hex").to_string();
+                    out.push(u8::from_str_radix(&hex, 16).expect("hex byte"));
+                    rest = more;
+                }
+                _ => {
+                    out.push(b);
+                    rest = tail;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_stay_apart_and_come_back() {
+        use std::os::unix::ffi::OsStrExt;
+        let cases: [&[u8]; 7] = [
+            b"system.slice/dev-disk-by\\x2duuid.swap",
+            b"a/\x80",
+            b"a/\x81",
+            b"a/\\x80",
+            b"a/\\\x80",
+            b"caf\xc3\xa9/\xff\xfe",
+            b"",
+        ];
+        let names: Vec<String> = cases
+            .iter()
+            .map(|c| path_name(Path::new(std::ffi::OsStr::from_bytes(c))))
+            .collect();
+        assert_eq!(names[0], "/system.slice/dev-disk-by\\x2duuid.swap");
+        assert_eq!(names[1], "//a/\\x80");
+        assert_eq!(names[3], "/a/\\x80");
+        assert_eq!(names[4], "//a/\\\\\\x80");
+        assert_eq!(names[6], "/");
+        let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), cases.len(), "{names:?}");
+        for (c, n) in cases.iter().zip(&names) {
+            assert_eq!(path_bytes(n), *c, "{n}");
+        }
+    }
 
     #[test]
     fn a_walk_names_cgroups_by_their_inode() {
@@ -108,6 +185,19 @@ mod tests {
         assert_eq!(names.get(&ino).map(String::as_str), Some("/a/b"));
         let root = cgroup_id(&dir).expect("stat");
         assert_eq!(names.get(&root).map(String::as_str), Some("/"));
+        // Two directories whose names are not UTF-8: two names.
+        use std::os::unix::ffi::OsStrExt;
+        for b in [b"\x80", b"\x81"] {
+            std::fs::create_dir(dir.join(std::ffi::OsStr::from_bytes(b))).expect("mkdir");
+        }
+        let mut names = HashMap::new();
+        walk(&dir, &dir, &mut names, 0);
+        let odd: std::collections::BTreeSet<&str> = names
+            .values()
+            .map(String::as_str)
+            .filter(|n| n.starts_with("//"))
+            .collect();
+        assert_eq!(odd, ["//\\x80", "//\\x81"].into());
         assert!(!is_cgroup(&dir) && !is_cgroup2(&dir));
         // Nothing above a directory off cgroup2 is on it either.
         assert_eq!(cgroup_level(&sub).expect("level"), 0);
