@@ -6,6 +6,7 @@
 
 pub mod cgroupfs;
 pub mod environment;
+pub mod held_dir;
 pub mod lock;
 pub mod membox;
 pub mod output;

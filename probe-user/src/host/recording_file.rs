@@ -57,6 +57,21 @@ impl Recording {
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| anyhow!("cannot read {name}: {e}"))?;
+        Recording::read_open(file, &name.to_string())
+    }
+
+    /// Reads the recording `name` in a held directory (a guest's job
+    /// directory, the invoker's): opened through its descriptor, never
+    /// following a link (`HeldDir::open_file`), then as `read`.
+    pub fn read_held(dir: &crate::host::held_dir::HeldDir, name: &str) -> Result<Recording> {
+        let shown = dir.path().join(name).display().to_string();
+        let file = dir
+            .open_file(name)
+            .map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+        Recording::read_open(file, &shown)
+    }
+
+    fn read_open(file: fs::File, name: &str) -> Result<Recording> {
         let meta = file
             .metadata()
             .map_err(|e| anyhow!("cannot read {name}: {e}"))?;

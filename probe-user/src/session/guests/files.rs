@@ -17,30 +17,28 @@ use super::{GuestSetup, KernelsOptions, image, initramfs, qemu};
 /// (`host::output`: a new file, never through a link), so that the user
 /// reads their results; `.virtfs_metadata` (mapped-file) goes. A file
 /// over the recording cap stays as it is, said once.
-pub(super) fn bring_home(dir: &Path) {
+pub(super) fn bring_home(dir: &crate::host::held_dir::HeldDir) {
     use std::io::Read;
-    let _ = std::fs::remove_dir_all(dir.join(".virtfs_metadata"));
-    let Ok(rd) = std::fs::read_dir(dir) else {
+    // Through the held descriptor: the directory's name may be a link by now.
+    let _ = std::fs::remove_dir_all(dir.proc_path().join(".virtfs_metadata"));
+    let Ok(names) = dir.names() else {
         return;
     };
-    for e in rd.flatten() {
-        let path = e.path();
-        // Opened without following a link and checked on the descriptor:
+    for name in names {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let path = dir.path().join(name);
+        // Opened through the directory's descriptor without following a
+        // link and checked on the descriptor (a regular file, one link):
         // the directory is the invoker's, who could swap a file for a
         // link to one of root's between a check by path and the read.
-        let Ok(f) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&path)
-        else {
+        let Ok(f) = dir.open_file(name) else {
             continue;
         };
         let Ok(m) = f.metadata() else {
             continue;
         };
-        if !m.is_file() {
-            continue;
-        }
         let cap = crate::host::recording_file::MAX_RECORDING_BYTES;
         if m.len() > cap {
             eprintln!(

@@ -32,7 +32,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use crate::{
     analysis::{GroupInput, sweep},
-    host::private_dir::PrivateDir,
+    host::{held_dir::HeldDir, private_dir::PrivateDir},
     model::recording::Recording,
     session::preflight,
     view::compare::columns,
@@ -331,6 +331,13 @@ fn run_one(
     Ok(outcome)
 }
 
+/// A recording in a job directory (the invoker's), read through the
+/// directory's descriptor; None when it cannot be read.
+fn read_job_recording(path: &Path) -> Option<Recording> {
+    let dir = HeldDir::open(path.parent()?).ok()?;
+    Recording::read_held(&dir, path.file_name()?.to_str()?).ok()
+}
+
 /// The recordings read back, one per kernel: with several guest memory
 /// sizes, a kernel's recordings are joined and each run's label (its
 /// sweep value) gets the size in front (`256M -j4`), so that a table
@@ -341,7 +348,7 @@ fn run_one(
 fn merged_by_kernel(outcomes: &[Outcome], mem_sweep: bool) -> Vec<(String, Recording)> {
     let mut read: Vec<(&Outcome, Recording)> = Vec::new();
     for o in outcomes {
-        let Some(mut rec) = o.recording.as_ref().and_then(|p| Recording::read(p).ok()) else {
+        let Some(mut rec) = o.recording.as_ref().and_then(|p| read_job_recording(p)) else {
             continue;
         };
         if let (true, Some(m)) = (mem_sweep, o.mem) {
@@ -481,6 +488,10 @@ fn run_in_guest(
         );
     }
     write_guest_job(opts, setup, dir)?;
+    // Held open from here: QEMU shares it by descriptor and root reads
+    // what the guest left through it (`host::held_dir`).
+    let held = HeldDir::open(dir).context("the job directory")?;
+    let job_path = held.proc_path();
     // QEMU (root) writes the console in root's private directory: in the
     // job directory, the invoker's, it would follow a link planted at
     // its name. A copy goes there, written as the invoker, at the end.
@@ -493,8 +504,9 @@ fn run_in_guest(
         qemu::Guest {
             image: &k.image,
             initramfs: &files.initrd,
-            job: dir,
-            job_model: qemu::JobShare::for_dir(dir),
+            job: &job_path,
+            job_fd: Some(held.raw_fd()),
+            job_model: qemu::JobShare::for_dir(&job_path),
             scratch: &files.scratch,
             root_image: setup.root_image.map(|r| r.path.as_path()),
             swap: files.swap.as_deref(),
@@ -509,7 +521,7 @@ fn run_in_guest(
         .run()
     };
     let mut ended = boot()?;
-    if !setup.kvm && panicked_before_the_job(&ended, &console, dir) {
+    if !setup.kvm && panicked_before_the_job(&ended, &console, &held) {
         // Seen once in CI: 6.12 under multi-threaded TCG died 2 s into
         // its boot with RIP in the middle of an instruction (a static
         // key being patched). The job had not begun, so nothing is lost
@@ -523,9 +535,9 @@ fn run_in_guest(
         ended = boot()?;
     }
     files::keep_console(&console, &dir.join("console.log"));
-    files::bring_home(dir);
+    files::bring_home(&held);
     // vdb is the image only when there is one (else the swap disk).
-    if let Some(read) = setup.root_image.and_then(|_| image_reads(dir)) {
+    if let Some(read) = setup.root_image.and_then(|_| image_reads(&held)) {
         eprintln!(
             "vmtrace: {release}: the job read {} from the guest image (block device) \
              during its runs",
@@ -533,41 +545,41 @@ fn run_in_guest(
         );
     }
     let recording = dir.join("run.vmtrace.json");
-    let status = std::fs::read_to_string(dir.join("status"))
-        .ok()
+    let status = held
+        .text("status")
         .and_then(|s| s.trim().parse::<i32>().ok());
     let silent = std::fs::metadata(&console).map_or(true, |m| m.len() == 0);
     let problem = problem_of(&ended, status, opts.timeout, silent);
     if let Some(p) = &problem {
-        tell_problem(&release, p, &console, dir);
+        tell_problem(&release, p, &console, &held);
     }
     Ok(Outcome {
         spec: k.spec.clone(),
         label: k.label.clone(),
         mem: Some(mem),
         dir: dir.into(),
-        recording: recording.is_file().then_some(recording),
+        recording: held.has("run.vmtrace.json").then_some(recording),
         problem,
     })
 }
 
 /// Whether the guest powered off after a kernel panic before its job
 /// wrote its first file (diskstats.before).
-fn panicked_before_the_job(ended: &qemu::Ended, console: &Path, dir: &Path) -> bool {
+fn panicked_before_the_job(ended: &qemu::Ended, console: &Path, dir: &HeldDir) -> bool {
     let text = std::fs::read(console)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     matches!(ended, qemu::Ended::PoweredOff)
-        && !dir.join("diskstats.before").exists()
-        && !dir.join("status").exists()
+        && !dir.has("diskstats.before")
+        && !dir.has("status")
         && text.contains("Kernel panic")
 }
 
 /// Bytes the guest read from its image (vdb) between the job's two
 /// /proc/diskstats snapshots (diskstats.before, diskstats.after).
-pub fn image_reads(dir: &Path) -> Option<u64> {
+pub fn image_reads(dir: &HeldDir) -> Option<u64> {
     let sectors = |name: &str| -> Option<u64> {
-        let text = std::fs::read_to_string(dir.join(name)).ok()?;
+        let text = dir.text(name)?;
         text.lines().find_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.get(2) == Some(&"vdb")).then(|| f.get(5)?.parse().ok())?
@@ -668,12 +680,12 @@ fn problem_of(
 
 /// A guest's problem, with its last console lines and the last lines
 /// vmtrace wrote in it.
-fn tell_problem(release: &str, problem: &str, console: &Path, dir: &Path) {
+fn tell_problem(release: &str, problem: &str, console: &Path, dir: &HeldDir) {
     eprintln!("vmtrace: {release}: {problem}; the guest's last console lines:");
     for l in qemu::console_tail(console, 15) {
         eprintln!("  | {l}");
     }
-    let err = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    let err = dir.text("stderr.txt").unwrap_or_default();
     for l in err
         .lines()
         .rev()
@@ -867,17 +879,18 @@ mod tests {
             "[ 1.98] Kernel panic - not syncing: Fatal exception\n",
         )
         .expect("write");
-        assert!(panicked_before_the_job(&off, &console, &dir));
+        let held = HeldDir::open(&dir).expect("held");
+        assert!(panicked_before_the_job(&off, &console, &held));
         assert!(!panicked_before_the_job(
             &qemu::Ended::TimedOut,
             &console,
-            &dir
+            &held
         ));
         std::fs::write(dir.join("diskstats.before"), "").expect("write");
-        assert!(!panicked_before_the_job(&off, &console, &dir));
+        assert!(!panicked_before_the_job(&off, &console, &held));
         std::fs::remove_file(dir.join("diskstats.before")).expect("rm");
         std::fs::write(&console, "[ 9.1] reboot: Power down\n").expect("write");
-        assert!(!panicked_before_the_job(&off, &console, &dir));
+        assert!(!panicked_before_the_job(&off, &console, &held));
         std::fs::remove_dir_all(&dir).expect("rm");
     }
 

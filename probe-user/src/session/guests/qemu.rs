@@ -77,6 +77,10 @@ pub struct Guest<'a> {
     pub image: &'a Path,
     pub initramfs: &'a Path,
     pub job: &'a Path,
+    /// A descriptor QEMU inherits, when `job` is its /proc/self/fd path
+    /// (`host::held_dir`): QEMU opens the directory vmtrace holds, not
+    /// whatever the name points to by then.
+    pub job_fd: Option<std::os::fd::RawFd>,
     /// How the job share keeps the guest's file metadata (`security_model`).
     pub job_model: JobShare,
     pub scratch: &'a Path,
@@ -192,6 +196,19 @@ pub fn option_value(path: &Path) -> String {
 impl Guest<'_> {
     pub fn command(&self) -> Command {
         let mut c = Command::new(find().map_or(Path::new(QEMU), |p| p));
+        if let Some(fd) = self.job_fd {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: fcntl is async-signal-safe; it clears close-on-exec
+            // on a descriptor this process holds open until QEMU ends.
+            unsafe {
+                c.pre_exec(move || {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         c.args(["-nodefaults", "-no-reboot", "-display", "none"]);
         if self.kvm {
             c.args(["-accel", "kvm", "-cpu", "host"]);
@@ -376,6 +393,7 @@ mod tests {
             image: Path::new("/k"),
             initramfs: Path::new("/i"),
             job: Path::new("/home/u/out,path=/,readonly=off"),
+            job_fd: None,
             job_model: JobShare::MappedXattr,
             scratch: Path::new("/var/tmp/a,b/scratch.img"),
             root_image: None,
@@ -426,6 +444,7 @@ mod tests {
             image: p("bzImage"),
             initramfs: p("i"),
             job: p("j"),
+            job_fd: None,
             job_model: JobShare::MappedFile,
             scratch: p("scratch.img"),
             root_image: Some(p("root.img")),
