@@ -407,7 +407,9 @@ proptest! {
             Ok(rec) => {
                 // Whatever was accepted renders.
                 let _ = vmtrace::view::export::text::render(&rec);
-                let _ = vmtrace::view::export::csv::metrics(&rec);
+                let _ = vmtrace::view::export::csv::to_string(|w| {
+                    vmtrace::view::export::csv::metrics(&rec, w)
+                });
                 prop_assert!(vmtrace::view::export::hlog::render(&rec).is_ok());
             }
             Err(e) => {

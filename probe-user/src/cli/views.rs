@@ -23,6 +23,23 @@ fn read_all(files: &[PathBuf]) -> Result<Vec<Recording>> {
     files.iter().map(|f| Recording::read(f)).collect()
 }
 
+/// The recordings as compare needs them: each run's report without its
+/// time line, the bulk of a long recording and read by no comparison.
+/// A file at a time, its time lines dropped before the next is read, so
+/// memory is one file's parse plus small reports however many are given.
+fn read_without_timelines(files: &[PathBuf]) -> Result<Vec<Recording>> {
+    files
+        .iter()
+        .map(|f| {
+            let mut rec = Recording::read(f)?;
+            for run in &mut rec.runs {
+                run.report.timeline = Vec::new();
+            }
+            Ok(rec)
+        })
+        .collect()
+}
+
 /// Whether stdout is a terminal that wants colour (NO_COLOR unset).
 fn colour_on_stdout() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
@@ -64,8 +81,10 @@ pub(super) fn compare_command(
     fail_if: Option<f64>,
 ) -> Result<i32> {
     let groups = compare_groups(args, labels)?;
-    let recordings: Vec<Vec<Recording>> =
-        groups.iter().map(|g| read_all(g)).collect::<Result<_>>()?;
+    let recordings: Vec<Vec<Recording>> = groups
+        .iter()
+        .map(|g| read_without_timelines(g))
+        .collect::<Result<_>>()?;
     let inputs: Vec<GroupInput> = groups
         .iter()
         .zip(&recordings)
@@ -229,11 +248,18 @@ pub(super) fn export_command(
         }
     }
     let refs: Vec<&Recording> = recordings.iter().collect();
-    let bytes = crate::view::export::render(&refs, format)?;
+    crate::view::export::check(&refs, format)?;
+    let render = |w: &mut dyn Write| {
+        crate::view::export::render(&refs, format, w).map_err(|e| {
+            // A write's own error as it was (a closed pipe ends quietly).
+            e.downcast::<std::io::Error>()
+                .unwrap_or_else(|e| std::io::Error::other(format!("{e:#}")))
+        })
+    };
     match output {
         Some(path) => {
             check_writable(path)?;
-            crate::host::output::write_atomic(path, &bytes).map_err(|e| {
+            crate::host::output::write_atomic_with(path, render).map_err(|e| {
                 anyhow::anyhow!(
                     "cannot write {}: {e}; choose another path with -o",
                     path.display()
@@ -244,10 +270,7 @@ pub(super) fn export_command(
             if format == "png" && std::io::stdout().is_terminal() {
                 anyhow::bail!("PNG is binary; write it to a file with -o plots.png");
             }
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| anyhow::anyhow!("writing to stdout: {e}"))?;
+            stdout::stream(render).context(STDOUT)?;
         }
     }
     Ok(0)

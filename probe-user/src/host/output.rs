@@ -165,17 +165,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// other users' processes (a system-wide attach).
 pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let who = invoker()?;
-    write_atomic_mode(path, bytes, who.as_ref(), 0o600)
+    write_atomic_mode(path, |w| w.write_all(bytes), who.as_ref(), 0o600)
 }
 
 /// `write_atomic` as `who` (None: as this process is).
 pub fn write_atomic_as(path: &Path, bytes: &[u8], who: Option<&Identity>) -> io::Result<()> {
-    write_atomic_mode(path, bytes, who, 0o666 & !umask())
+    write_atomic_mode(path, |w| w.write_all(bytes), who, 0o666 & !umask())
+}
+
+/// `write_atomic` of what `content` writes, streamed (buffered) into the
+/// temporary file: an export larger than memory never is in memory.
+pub fn write_atomic_with(
+    path: &Path,
+    content: impl FnOnce(&mut dyn Write) -> io::Result<()> + Send,
+) -> io::Result<()> {
+    let who = invoker()?;
+    write_atomic_mode(path, content, who.as_ref(), 0o666 & !umask())
 }
 
 fn write_atomic_mode(
     path: &Path,
-    bytes: &[u8],
+    content: impl FnOnce(&mut dyn Write) -> io::Result<()> + Send,
     who: Option<&Identity>,
     mode: u32,
 ) -> io::Result<()> {
@@ -191,7 +201,7 @@ fn write_atomic_mode(
         }
         remove_dead_temporaries(&dirfd, &name);
         let (tmp, file) = create_temporary(&dirfd, &name)?;
-        let written = fill(file, bytes, mode).and_then(|()| {
+        let written = fill(file, content, mode).and_then(|()| {
             // SAFETY: valid descriptor and NUL-terminated names.
             let r = unsafe {
                 libc::renameat(
@@ -437,8 +447,14 @@ fn remove_dead_temporaries(dir: &OwnedFd, name: &std::ffi::OsStr) {
     }
 }
 
-fn fill(mut file: File, bytes: &[u8], mode: u32) -> io::Result<()> {
-    file.write_all(bytes)?;
+fn fill(
+    file: File,
+    content: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    mode: u32,
+) -> io::Result<()> {
+    let mut out = io::BufWriter::new(file);
+    content(&mut out)?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
     // SAFETY: fchmod on a descriptor we own.
     if unsafe { libc::fchmod(file.as_raw_fd(), mode) } != 0 {
         return Err(io::Error::last_os_error());

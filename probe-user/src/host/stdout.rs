@@ -27,6 +27,22 @@ pub fn println(text: &str) -> io::Result<()> {
     write_to(&mut out, "\n")
 }
 
+/// Streams what `f` writes to standard output (buffered, flushed at the
+/// end), with `print`'s rules: a closed pipe ends it quietly.
+pub fn stream(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    if closed() {
+        return Ok(());
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    match f(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r,
+    }
+}
+
 /// Whether a reader went away from standard output.
 pub fn closed() -> bool {
     CLOSED.load(Ordering::Relaxed)

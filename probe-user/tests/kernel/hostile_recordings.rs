@@ -35,14 +35,19 @@ fn binary() -> PathBuf {
 /// Runs `vmtrace report FILE` (stdout discarded), killed after `limit`;
 /// its peak RSS from wait4.
 fn report(file: &Path, limit: Duration) -> Outcome {
+    vmtrace_on(&["report".as_ref(), file.as_os_str()], limit)
+}
+
+/// Runs `vmtrace ARGS` (stdout discarded), killed after `limit`; its
+/// peak RSS from wait4.
+fn vmtrace_on(args: &[&std::ffi::OsStr], limit: Duration) -> Outcome {
     let start = Instant::now();
     #[expect(
         clippy::zombie_processes,
         reason = "reaped by wait4 below, for its rusage"
     )]
     let mut child = Command::new(binary())
-        .arg("report")
-        .arg(file)
+        .args(args)
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -71,9 +76,8 @@ fn report(file: &Path, limit: Duration) -> Outcome {
             // SAFETY: as above.
             unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
             panic!(
-                "{} report {} still ran after {limit:?} (killed)",
+                "{} {args:?} still ran after {limit:?} (killed)",
                 binary().display(),
-                file.display()
             );
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -270,6 +274,49 @@ fn a_110_mb_recording_reports_in_a_fraction_of_its_old_memory() {
     }
 }
 
+/// Issue 46, finding 4: `compare F F --vs F F` held every file in
+/// memory at once (1.5 GB for four of the issue's files). Compare needs
+/// each run's report, not its time line (the bulk of a long recording):
+/// files are read one at a time and each time line dropped before the
+/// next is read, so four 110 MB files cost about what `report` of one
+/// does, not four times it.
+#[test]
+#[ignore = "runs vmtrace on hostile recordings; run with `cargo xtask test`"]
+fn compare_of_four_big_recordings_holds_about_one() {
+    let dir = fresh_scratch("hostile-compare");
+    let file = dir.join("big.vmtrace.json");
+    let size = write_big_recording(&file, 110_000_000, true);
+    let one = report(&file, Duration::from_secs(300));
+    assert_eq!(one.code, Some(0), "{}", one.stderr);
+    let f = file.as_os_str();
+    let four = vmtrace_on(
+        &["compare".as_ref(), f, f, "--vs".as_ref(), f, f],
+        Duration::from_secs(600),
+    );
+    let _ = std::fs::remove_file(&file);
+    eprintln!(
+        "{:.0} MB recording: report {:.1} s, peak RSS {} MiB; compare of four {:.1} s, \
+         peak RSS {} MiB",
+        size as f64 / 1e6,
+        one.wall.as_secs_f64(),
+        one.peak_rss / MIB,
+        four.wall.as_secs_f64(),
+        four.peak_rss / MIB
+    );
+    assert!(
+        matches!(four.code, Some(0 | 1)),
+        "compare: exit {:?}: {}",
+        four.code,
+        four.stderr
+    );
+    assert!(
+        four.peak_rss < one.peak_rss * 3 / 2 + 32 * MIB,
+        "compare of four: {} MiB, report of one {} MiB",
+        four.peak_rss / MIB,
+        one.peak_rss / MIB
+    );
+}
+
 /// Issue 46, finding 4: 48 MB of one-letter arguments (`"a",` x 12M)
 /// took 785 MB to read. A command line past what Linux lets one have
 /// (MAX_ARG_STRLEN, ARG_MAX) is refused while it is read: one line, in
@@ -318,5 +365,54 @@ fn twelve_million_arguments_are_refused_within_4x_the_file() {
         "peak RSS {} MiB for a {} MiB file",
         o.peak_rss / MIB,
         size / MIB
+    );
+}
+
+/// Issue 46, finding 4: `export -f csv` repeats each run's label on
+/// every row, and held all of it in memory (a 2 MB label: 772 MB of
+/// output, 1.5 GB RSS). Labels are cut to 4 KiB when read, and the CSV
+/// is streamed to its file: 100 runs with 4000-byte labels make an
+/// output many times the recording in a peak RSS of a fraction of it.
+#[test]
+#[ignore = "runs vmtrace on hostile recordings; run with `cargo xtask test`"]
+fn a_csv_export_many_times_its_recording_is_streamed() {
+    let dir = fresh_scratch("hostile-csv");
+    let mut rec = corpus_recording();
+    let mut run = rec["runs"][0].clone();
+    run["label"] = "L".repeat(4000).into();
+    run["report"]["timeline"] = serde_json::json!([]);
+    rec["runs"] = serde_json::Value::Array(vec![run; 100]);
+    let file = dir.join("labels.vmtrace.json");
+    std::fs::write(&file, serde_json::to_vec(&rec).expect("ser")).expect("write");
+    let size = std::fs::metadata(&file).expect("stat").len();
+    let out = dir.join("labels.csv");
+    let o = vmtrace_on(
+        &[
+            "export".as_ref(),
+            "-f".as_ref(),
+            "csv".as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            file.as_os_str(),
+        ],
+        Duration::from_secs(120),
+    );
+    let written = std::fs::metadata(&out).map_or(0, |m| m.len());
+    let _ = std::fs::remove_file(&out);
+    eprintln!(
+        "{} bytes of recording: {} MiB of CSV in {:.1} s, peak RSS {} MiB",
+        size,
+        written / MIB,
+        o.wall.as_secs_f64(),
+        o.peak_rss / MIB
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(written > 20 * size, "{written} bytes of CSV for {size}");
+    let inherited = self_high_water();
+    assert!(
+        o.peak_rss < written / 4 && o.peak_rss < (64 * MIB).max(inherited + 32 * MIB),
+        "peak RSS {} MiB for {} MiB of CSV",
+        o.peak_rss / MIB,
+        written / MIB
     );
 }

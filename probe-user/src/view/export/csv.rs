@@ -3,26 +3,30 @@
 //! report with its path as the metric name (units in the name: `_ns`,
 //! `_s`, `_bytes`). `series`: the time series, one row per run and step.
 
+use std::io::{self, Write};
+
 use serde_json::Value;
 
 use crate::model::{format::printable, recording::Recording};
 
-/// Rows to CSV text: the `csv` crate's writer (quotes a field only when
-/// it holds a comma, a quote or a line break), `\n` line ends. Every
-/// field goes through `printable`: a label or kernel release from a
-/// recording cannot put control characters in a spreadsheet or terminal.
-struct Rows(csv::Writer<Vec<u8>>);
+/// Rows to CSV, streamed to a writer: the `csv` crate's writer (quotes
+/// a field only when it holds a comma, a quote or a line break), `\n`
+/// line ends. Every field goes through `printable`: a label or kernel
+/// release from a recording cannot put control characters in a
+/// spreadsheet or terminal. A label is repeated on every row, so the
+/// output can be many times the recording: it is never held in memory.
+struct Rows<'w>(csv::Writer<&'w mut dyn Write>);
 
-impl Rows {
-    fn new() -> Rows {
+impl<'w> Rows<'w> {
+    fn new(out: &'w mut dyn Write) -> Rows<'w> {
         Rows(
             csv::WriterBuilder::new()
                 .terminator(csv::Terminator::Any(b'\n'))
-                .from_writer(Vec::new()),
+                .from_writer(out),
         )
     }
 
-    fn row<I, T>(&mut self, fields: I)
+    fn row<I, T>(&mut self, fields: I) -> io::Result<()>
     where
         I: IntoIterator<Item = T>,
         T: AsRef<[u8]>,
@@ -31,14 +35,25 @@ impl Rows {
             .into_iter()
             .map(|f| printable(&String::from_utf8_lossy(f.as_ref())).into_owned())
             .collect();
-        // Writing to a Vec cannot fail.
-        let _ = self.0.write_record(&fields);
+        self.0
+            .write_record(&fields)
+            .map_err(|e| match e.into_kind() {
+                // The writer's own error as it was (a closed pipe stays one).
+                csv::ErrorKind::Io(e) => e,
+                other => io::Error::other(format!("{other:?}")),
+            })
     }
 
-    fn finish(self) -> String {
-        let bytes = self.0.into_inner().unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
+    fn finish(mut self) -> io::Result<()> {
+        self.0.flush()
     }
+}
+
+/// What a CSV export writes, into memory (tests, small outputs).
+pub fn to_string(export: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    export(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Identifying fields of table rows, used to name a row in a metric path
@@ -58,9 +73,9 @@ const ROW_KEYS: &[&str] = &[
 /// bucket lists and histogram payloads (see the hlog export).
 const SKIPPED: &[&str] = &["timeline", "buckets", "hdr", "memory_stat"];
 
-pub fn metrics(rec: &Recording) -> String {
-    let mut o = Rows::new();
-    o.row(["run", "label", "kernel", "metric", "value"]);
+pub fn metrics(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
+    let mut o = Rows::new(out);
+    o.row(["run", "label", "kernel", "metric", "value"])?;
     for (i, run) in rec.runs.iter().enumerate() {
         let Ok(v) = serde_json::to_value(&run.report) else {
             continue;
@@ -74,7 +89,7 @@ pub fn metrics(rec: &Recording) -> String {
                 &rec.environment.kernel_release,
                 &metric,
                 &value,
-            ]);
+            ])?;
         }
     }
     o.finish()
@@ -125,15 +140,15 @@ fn row_key(item: &Value) -> Option<String> {
 /// The time series: counters cumulative since the run started, so rates
 /// are differences between rows; the machine's LRU list sizes (gauges);
 /// free pages per populated zone.
-pub fn series(rec: &Recording) -> String {
+pub fn series(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
+    // Each populated zone once, in order of first appearance; found by a
+    // set, not a search (a crafted recording's 20k zones were quadratic).
     let mut zones: Vec<(u32, String)> = Vec::new();
+    let mut seen: std::collections::HashSet<(u32, &str)> = std::collections::HashSet::new();
     for run in &rec.runs {
         for s in &run.report.timeline {
             for z in s.zones.iter().filter(|z| z.managed > 0) {
-                if !zones
-                    .iter()
-                    .any(|(n, name)| *n == z.node && *name == z.zone)
-                {
+                if seen.insert((z.node, z.zone.as_str())) {
                     zones.push((z.node, z.zone.clone()));
                 }
             }
@@ -144,8 +159,8 @@ pub fn series(rec: &Recording) -> String {
         header.push(format!("free_pages_{node}_{zone}"));
         header.push(format!("low_pages_{node}_{zone}"));
     }
-    let mut o = Rows::new();
-    o.row(&header);
+    let mut o = Rows::new(out);
+    o.row(&header)?;
     let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
     for (i, run) in rec.runs.iter().enumerate() {
         for s in &run.report.timeline {
@@ -181,12 +196,17 @@ pub fn series(rec: &Recording) -> String {
             for i in 0..4 {
                 row.push(opt(s.lru.map(|l| l.lists()[i].1)));
             }
+            let here: std::collections::HashMap<(u32, &str), &crate::model::sample::ZoneSample> = s
+                .zones
+                .iter()
+                .map(|z| ((z.node, z.zone.as_str()), z))
+                .collect();
             for (node, zone) in &zones {
-                let z = s.zones.iter().find(|z| z.node == *node && z.zone == *zone);
+                let z = here.get(&(*node, zone.as_str()));
                 row.push(opt(z.map(|z| z.free)));
                 row.push(opt(z.map(|z| z.low)));
             }
-            o.row(&row);
+            o.row(&row)?;
         }
     }
     o.finish()
@@ -251,8 +271,12 @@ mod tests {
                 "usage.wall_s=1.5",
             ]
         );
-        let mut o = Rows::new();
-        o.row(["a,b", "x\"y", "plain", ""]);
-        assert_eq!(o.finish(), "\"a,b\",\"x\"\"y\",plain,\n");
+        let text = to_string(|w| {
+            let mut o = Rows::new(w);
+            o.row(["a,b", "x\"y", "plain", ""])?;
+            o.finish()
+        })
+        .expect("in memory");
+        assert_eq!(text, "\"a,b\",\"x\"\"y\",plain,\n");
     }
 }

@@ -10,6 +10,8 @@ pub mod png;
 pub mod svg;
 pub mod text;
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 
 use crate::model::recording::Recording;
@@ -29,17 +31,39 @@ pub const FORMATS: &[&str] = &[
 
 /// Renders recordings in `format`: one, or several for svg and png (the
 /// plots overlay them).
-pub fn render(recs: &[&Recording], format: &str) -> Result<Vec<u8>> {
+/// Writes them to `out`; the CSV formats are streamed (their rows repeat
+/// the run's label: many times the recording's size), the others are
+/// rendered, then written.
+pub fn render(recs: &[&Recording], format: &str, out: &mut dyn Write) -> Result<()> {
+    check(recs, format)?;
     match (format, recs) {
-        ("svg", _) => Ok(svg::recording_svg(recs).into_bytes()),
-        ("png", _) => png::to_png(&svg::recording_svg(recs)),
-        (_, [rec]) => render_one(rec, format),
-        _ => anyhow::bail!(
+        ("svg", _) => out.write_all(svg::recording_svg(recs).as_bytes())?,
+        ("png", _) => out.write_all(&png::to_png(&svg::recording_svg(recs))?)?,
+        ("csv", [rec]) => csv::metrics(rec, out)?,
+        ("series-csv", [rec]) => csv::series(rec, out)?,
+        (_, [rec]) => out.write_all(&render_one(rec, format)?)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Refuses what `render` cannot do, before anything is written: an
+/// unknown format, several recordings for a format that takes one.
+pub fn check(recs: &[&Recording], format: &str) -> Result<()> {
+    if !FORMATS.contains(&format) {
+        anyhow::bail!(
+            "unknown format {format}; use one of: {}",
+            FORMATS.join(", ")
+        );
+    }
+    if recs.len() != 1 && !matches!(format, "svg" | "png") {
+        anyhow::bail!(
             "--format {format} takes one recording (got {}); run export once per file, \
              or use --format svg to overlay them",
             recs.len()
-        ),
+        );
     }
+    Ok(())
 }
 
 fn render_one(rec: &Recording, format: &str) -> Result<Vec<u8>> {
@@ -50,8 +74,6 @@ fn render_one(rec: &Recording, format: &str) -> Result<Vec<u8>> {
             v.push(b'\n');
             v
         }
-        "csv" => csv::metrics(rec).into_bytes(),
-        "series-csv" => csv::series(rec).into_bytes(),
         "hlog" => hlog::render(rec)?.into_bytes(),
         "folded" => folded::render(rec)?.into_bytes(),
         "flamegraph" => folded::flamegraph(rec)?.into_bytes(),
