@@ -36,58 +36,89 @@ use crate::model::format::fmt_secs;
 use crate::model::report::RunReport;
 use crate::model::schema::names_schema;
 
-/// A kind of cause a hint names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mechanism {
-    OomKills,
-    Zswap,
-    FileReads,
-    Writeback,
-    SwapIn,
-    Reclaim,
-    Kswapd,
-    CpuContention,
-    Refaults,
-    SwapOut,
-    Compaction,
-    SystemCpu,
-    Zones,
+/// The mechanisms, each once: the enum, `ALL` (the order hints are
+/// looked for in, which ties keep) and the names come from this one list,
+/// so a mechanism cannot be left out of one of them.
+macro_rules! mechanisms {
+    ($($variant:ident => $name:literal,)*) => {
+        /// A kind of cause a hint names.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Mechanism {
+            $($variant,)*
+        }
+
+        impl Mechanism {
+            /// Every mechanism, in the order of the enum.
+            pub const ALL: [Mechanism; [$(Mechanism::$variant,)*].len()] =
+                [$(Mechanism::$variant,)*];
+
+            /// As printed and serialised: for reading only.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Mechanism::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+mechanisms! {
+    OomKills => "OOM kills",
+    Zswap => "zswap",
+    FileReads => "file reads",
+    Writeback => "writeback",
+    SwapIn => "swap-in",
+    Reclaim => "reclaim",
+    Kswapd => "kswapd",
+    CpuContention => "CPU contention",
+    Refaults => "refaults",
+    SwapOut => "swap-out",
+    Compaction => "compaction",
+    SystemCpu => "system CPU",
+    Zones => "zones",
 }
 
 impl Mechanism {
-    /// Every mechanism, in the order of the enum.
-    pub const ALL: [Mechanism; 13] = [
-        Mechanism::OomKills,
-        Mechanism::Zswap,
-        Mechanism::FileReads,
-        Mechanism::Writeback,
-        Mechanism::SwapIn,
-        Mechanism::Reclaim,
-        Mechanism::Kswapd,
-        Mechanism::CpuContention,
-        Mechanism::Refaults,
-        Mechanism::SwapOut,
-        Mechanism::Compaction,
-        Mechanism::SystemCpu,
-        Mechanism::Zones,
-    ];
-
-    /// As printed and serialised: for reading only.
-    pub fn name(self) -> &'static str {
+    /// The time-budget components whose parts this mechanism's seconds
+    /// are fractions of (each fraction what its evidence supports, see
+    /// the detectors): the one statement of who may claim what, read by
+    /// the claims test and checked against docs/COMPARE.md's table. OOM
+    /// kills, swap-out and zones claim no seconds.
+    pub fn claims(self) -> &'static [Component] {
+        use Component::*;
         match self {
-            Mechanism::OomKills => "OOM kills",
-            Mechanism::Zswap => "zswap",
-            Mechanism::FileReads => "file reads",
-            Mechanism::Writeback => "writeback",
-            Mechanism::SwapIn => "swap-in",
-            Mechanism::Reclaim => "reclaim",
-            Mechanism::Kswapd => "kswapd",
-            Mechanism::CpuContention => "CPU contention",
-            Mechanism::Refaults => "refaults",
-            Mechanism::SwapOut => "swap-out",
-            Mechanism::Compaction => "compaction",
-            Mechanism::SystemCpu => "system CPU",
-            Mechanism::Zones => "zones",
+            Mechanism::OomKills | Mechanism::SwapOut | Mechanism::Zones => &[],
+            Mechanism::Zswap | Mechanism::SwapIn => &[BlockIoWaits, Interrupts, OtherSystemCpu],
+            Mechanism::FileReads | Mechanism::Writeback => &[BlockIoWaits, Interrupts],
+            Mechanism::Reclaim => &[ReclaimCpu, ReclaimCrossCpu, ReclaimWaits, MemstallWaits],
+            Mechanism::Refaults => &[ReclaimCpu, ReclaimCrossCpu, ReclaimWaits, OtherSystemCpu],
+            Mechanism::Kswapd => &[KswapdCpu, KswapdWaits],
+            Mechanism::CpuContention => &[CpuWaits, OtherTasksCpu, Steal, ReclaimCrossCpu],
+            Mechanism::Compaction => &[CompactionCpu, CompactionWaits],
+            Mechanism::SystemCpu => &[OtherSystemCpu],
+        }
+    }
+
+    /// Looks for this mechanism in the evidence: an exhaustive match, so
+    /// a new mechanism does not compile until it has a detector.
+    fn detect(self, e: &Evidence) -> Option<Hint> {
+        match self {
+            Mechanism::OomKills => oom_kills(e),
+            Mechanism::Zswap => io::zswap(e),
+            Mechanism::FileReads => io::file_reads(e),
+            Mechanism::Writeback => io::writeback(e),
+            Mechanism::SwapIn => io::swap_in(e),
+            Mechanism::Reclaim => reclaim::reclaim(e),
+            Mechanism::Kswapd => cpu::kswapd(e),
+            Mechanism::CpuContention => cpu::cpu_contention(e),
+            Mechanism::Refaults => reclaim::refaults(e),
+            Mechanism::SwapOut => io::swap_out(e),
+            Mechanism::Compaction => reclaim::compaction(e),
+            Mechanism::SystemCpu => system_cpu(e),
+            // Its shares come from pgalloc_/allocstall_ and --page-alloc,
+            // none of which a guard redefines (MGLRU changes scans, not
+            // allocations).
+            Mechanism::Zones => zone_shift(&e.ok[0], &e.ok[e.g]),
         }
     }
 }
@@ -129,6 +160,8 @@ struct Evidence<'a> {
     attribution: &'a [AttributionRow],
     /// The ways into reclaim (analysis/entries.rs), with which moved.
     entries: &'a [EntryRow],
+    /// Each group's completed runs.
+    ok: &'a [Vec<&'a RunReport>],
 }
 
 impl Evidence<'_> {
@@ -529,15 +562,15 @@ impl Evidence<'_> {
 
 /// The mechanisms behind a difference, strongest first.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn hints(
+pub(super) fn hints<'a>(
     g: usize,
     judgeable: bool,
     kills_only: bool,
-    groups: &[GroupInfo],
-    metrics: &[MetricRow],
-    attribution: &[AttributionRow],
-    ok: &[Vec<&RunReport>],
-    entries: &[EntryRow],
+    groups: &'a [GroupInfo],
+    metrics: &'a [MetricRow],
+    attribution: &'a [AttributionRow],
+    ok: &'a [Vec<&'a RunReport>],
+    entries: &'a [EntryRow],
 ) -> Vec<Hint> {
     let e = Evidence {
         g,
@@ -546,30 +579,14 @@ pub(super) fn hints(
         metrics,
         attribution,
         entries,
+        ok,
     };
     // Within noise, or a group without (enough) completed runs: the
     // OOM kills are all that can be said.
     if kills_only || groups[g].runs == 0 || groups[0].runs == 0 {
         return oom_kills(&e).into_iter().collect();
     }
-    let mechanisms: [fn(&Evidence) -> Option<Hint>; 12] = [
-        oom_kills,
-        io::zswap,
-        io::file_reads,
-        io::writeback,
-        io::swap_in,
-        reclaim::reclaim,
-        cpu::kswapd,
-        cpu::cpu_contention,
-        reclaim::refaults,
-        io::swap_out,
-        reclaim::compaction,
-        system_cpu,
-    ];
-    let mut hints: Vec<Hint> = mechanisms.iter().filter_map(|m| m(&e)).collect();
-    // Its shares come from pgalloc_/allocstall_ and --page-alloc, none
-    // of which a guard redefines (MGLRU changes scans, not allocations).
-    hints.extend(zone_shift(&ok[0], &ok[g]));
+    let mut hints: Vec<Hint> = Mechanism::ALL.iter().filter_map(|m| m.detect(&e)).collect();
     hints.sort_by(|a, b| b.seconds.abs().total_cmp(&a.seconds.abs()));
     hints
 }
