@@ -1,7 +1,8 @@
 //! A guest's files: those made for it in root's private directory (its
 //! initramfs, scratch and swap disks; removed after it however it ended)
 //! and those it left in its job directory, the invoker's, which are
-//! brought home as the invoker's own files.
+//! brought home as the invoker's own files, and what is read back from
+//! there through its held descriptor (`host::held_dir`).
 
 use std::{
     os::unix::fs::OpenOptionsExt,
@@ -11,13 +12,14 @@ use std::{
 use anyhow::{Context, Result};
 
 use super::{GuestSetup, KernelsOptions, image, initramfs, qemu};
+use crate::{host::held_dir::HeldDir, model::recording::Recording};
 
 /// The files the guest left in its job directory, made QEMU's (root's)
 /// with mode 0600 by the mapped share, rewritten as the invoker's
 /// (`host::output`: a new file, never through a link), so that the user
 /// reads their results; `.virtfs_metadata` (mapped-file) goes. A file
 /// over the recording cap stays as it is, said once.
-pub(super) fn bring_home(dir: &crate::host::held_dir::HeldDir) {
+pub(super) fn bring_home(dir: &HeldDir) {
     use std::io::Read;
     // Through the held descriptor: the directory's name may be a link by now.
     let _ = std::fs::remove_dir_all(dir.proc_path().join(".virtfs_metadata"));
@@ -57,6 +59,38 @@ pub(super) fn bring_home(dir: &crate::host::held_dir::HeldDir) {
             );
         }
     }
+}
+
+/// A recording in a job directory (the invoker's), read through the
+/// directory's descriptor; None when it cannot be read.
+pub(super) fn read_job_recording(path: &Path) -> Option<Recording> {
+    let dir = HeldDir::open(path.parent()?).ok()?;
+    Recording::read_held(&dir, path.file_name()?.to_str()?).ok()
+}
+
+/// Whether the guest powered off after a kernel panic before its job
+/// wrote its first file (diskstats.before).
+pub(super) fn panicked_before_the_job(ended: &qemu::Ended, console: &Path, dir: &HeldDir) -> bool {
+    let text = std::fs::read(console)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    matches!(ended, qemu::Ended::PoweredOff)
+        && !dir.has("diskstats.before")
+        && !dir.has("status")
+        && text.contains("Kernel panic")
+}
+
+/// Bytes the guest read from its image (vdb) between the job's two
+/// /proc/diskstats snapshots (diskstats.before, diskstats.after).
+pub(super) fn image_reads(dir: &HeldDir) -> Option<u64> {
+    let sectors = |name: &str| -> Option<u64> {
+        let text = dir.text(name)?;
+        text.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"vdb")).then(|| f.get(5)?.parse().ok())?
+        })
+    };
+    Some((sectors("diskstats.after")? - sectors("diskstats.before")?) * 512)
 }
 
 /// Copies the guest's console log into its job directory (as the

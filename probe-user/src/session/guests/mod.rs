@@ -331,13 +331,6 @@ fn run_one(
     Ok(outcome)
 }
 
-/// A recording in a job directory (the invoker's), read through the
-/// directory's descriptor; None when it cannot be read.
-fn read_job_recording(path: &Path) -> Option<Recording> {
-    let dir = HeldDir::open(path.parent()?).ok()?;
-    Recording::read_held(&dir, path.file_name()?.to_str()?).ok()
-}
-
 /// The recordings read back, one per kernel: with several guest memory
 /// sizes, a kernel's recordings are joined and each run's label (its
 /// sweep value) gets the size in front (`256M -j4`), so that a table
@@ -348,7 +341,11 @@ fn read_job_recording(path: &Path) -> Option<Recording> {
 fn merged_by_kernel(outcomes: &[Outcome], mem_sweep: bool) -> Vec<(String, Recording)> {
     let mut read: Vec<(&Outcome, Recording)> = Vec::new();
     for o in outcomes {
-        let Some(mut rec) = o.recording.as_ref().and_then(|p| read_job_recording(p)) else {
+        let Some(mut rec) = o
+            .recording
+            .as_ref()
+            .and_then(|p| files::read_job_recording(p))
+        else {
             continue;
         };
         if let (true, Some(m)) = (mem_sweep, o.mem) {
@@ -521,7 +518,7 @@ fn run_in_guest(
         .run()
     };
     let mut ended = boot()?;
-    if !setup.kvm && panicked_before_the_job(&ended, &console, &held) {
+    if !setup.kvm && files::panicked_before_the_job(&ended, &console, &held) {
         // Seen once in CI: 6.12 under multi-threaded TCG died 2 s into
         // its boot with RIP in the middle of an instruction (a static
         // key being patched). The job had not begun, so nothing is lost
@@ -537,7 +534,7 @@ fn run_in_guest(
     files::keep_console(&console, &dir.join("console.log"));
     files::bring_home(&held);
     // vdb is the image only when there is one (else the swap disk).
-    if let Some(read) = setup.root_image.and_then(|_| image_reads(&held)) {
+    if let Some(read) = setup.root_image.and_then(|_| files::image_reads(&held)) {
         eprintln!(
             "vmtrace: {release}: the job read {} from the guest image (block device) \
              during its runs",
@@ -561,31 +558,6 @@ fn run_in_guest(
         recording: held.has("run.vmtrace.json").then_some(recording),
         problem,
     })
-}
-
-/// Whether the guest powered off after a kernel panic before its job
-/// wrote its first file (diskstats.before).
-fn panicked_before_the_job(ended: &qemu::Ended, console: &Path, dir: &HeldDir) -> bool {
-    let text = std::fs::read(console)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    matches!(ended, qemu::Ended::PoweredOff)
-        && !dir.has("diskstats.before")
-        && !dir.has("status")
-        && text.contains("Kernel panic")
-}
-
-/// Bytes the guest read from its image (vdb) between the job's two
-/// /proc/diskstats snapshots (diskstats.before, diskstats.after).
-pub fn image_reads(dir: &HeldDir) -> Option<u64> {
-    let sectors = |name: &str| -> Option<u64> {
-        let text = dir.text(name)?;
-        text.lines().find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(2) == Some(&"vdb")).then(|| f.get(5)?.parse().ok())?
-        })
-    };
-    Some((sectors("diskstats.after")? - sectors("diskstats.before")?) * 512)
 }
 
 /// The guest's job: this vmtrace's `run ...` with its output, recording
@@ -880,17 +852,17 @@ mod tests {
         )
         .expect("write");
         let held = HeldDir::open(&dir).expect("held");
-        assert!(panicked_before_the_job(&off, &console, &held));
-        assert!(!panicked_before_the_job(
+        assert!(files::panicked_before_the_job(&off, &console, &held));
+        assert!(!files::panicked_before_the_job(
             &qemu::Ended::TimedOut,
             &console,
             &held
         ));
         std::fs::write(dir.join("diskstats.before"), "").expect("write");
-        assert!(!panicked_before_the_job(&off, &console, &held));
+        assert!(!files::panicked_before_the_job(&off, &console, &held));
         std::fs::remove_file(dir.join("diskstats.before")).expect("rm");
         std::fs::write(&console, "[ 9.1] reboot: Power down\n").expect("write");
-        assert!(!panicked_before_the_job(&off, &console, &held));
+        assert!(!files::panicked_before_the_job(&off, &console, &held));
         std::fs::remove_dir_all(&dir).expect("rm");
     }
 
