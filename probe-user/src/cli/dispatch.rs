@@ -76,7 +76,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             &files,
             &label,
             detail,
-            if json { "json" } else { format.as_str() },
+            if json {
+                views::CompareOutput::Json
+            } else {
+                views::CompareOutput::Text(format)
+            },
             views::Drawings {
                 svg: svg.as_deref(),
                 flamegraph: flamegraph.as_deref(),
@@ -89,7 +93,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             format,
             output,
             redact,
-        } => views::export_command(&files, &format, output.as_deref(), redact),
+        } => views::export_command(&files, format, output.as_deref(), redact),
         Commands::Probes { json } => probes_command(json),
         Commands::Generate { kind, command } => {
             let mut out = std::io::stdout().lock();

@@ -19,6 +19,27 @@ use std::{ffi::OsString, path::PathBuf};
 use clap::{Parser, Subcommand};
 
 use crate::model::units::{parse_rate, parse_size};
+use crate::view::export::ExportFormat;
+
+/// `--format` of `export`: the view's one list of formats.
+impl clap::ValueEnum for ExportFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &ExportFormat::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
+/// `--format` of `compare`: the text's form (JSON is `--json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TextForm {
+    /// Mail-ready, with bold headings on a terminal (NO_COLOR: none).
+    Auto,
+    /// Mail-ready: ASCII, <= 72 columns, no colour.
+    Text,
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -202,8 +223,8 @@ vmtrace compare good*.json --vs new*.json --fail-if slower:5 || echo slower"
         /// The text's form: text, mail-ready (ASCII, <= 72 columns, no
         /// colour); auto, the same with bold headings on a terminal
         /// (NO_COLOR turns that off). JSON is --json
-        #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = ["auto", "text"])]
-        format: String,
+        #[arg(long, value_name = "FORMAT", value_enum, default_value = "auto")]
+        format: TextForm,
         /// Also write the groups' latency distributions, overlaid, as SVG
         /// (or PNG, when PATH ends in .png)
         #[arg(long, value_name = "PATH")]
@@ -250,8 +271,8 @@ vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Output format
-        #[arg(long, short, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(crate::view::export::FORMATS))]
-        format: String,
+        #[arg(long, short, value_name = "FORMAT", value_enum)]
+        format: ExportFormat,
         /// Write to PATH instead of stdout
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,

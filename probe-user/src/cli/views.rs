@@ -9,6 +9,7 @@ use std::{
 
 use anyhow::{Context, Result};
 
+use super::TextForm;
 use super::dispatch::STDOUT;
 use crate::{
     analysis::{Comparison, GroupInput},
@@ -16,7 +17,7 @@ use crate::{
     model::format::{printable, printable_lines},
     model::recording::Recording,
     session::preflight::check_writable,
-    view::json,
+    view::{export::ExportFormat, json},
 };
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Recording>> {
@@ -70,12 +71,20 @@ pub(super) fn report_command(files: &[PathBuf], as_json: bool) -> Result<i32> {
     Ok(0)
 }
 
+/// What `compare` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareOutput {
+    /// `--json`: a `vmtrace-compare` document.
+    Json,
+    Text(TextForm),
+}
+
 /// `vmtrace compare`: groups of recordings side by side.
 pub(super) fn compare_command(
     args: &[String],
     labels: &[String],
     detail: bool,
-    format: &str,
+    output: CompareOutput,
     drawings: Drawings,
     force: bool,
     fail_if: Option<f64>,
@@ -114,13 +123,15 @@ pub(super) fn compare_command(
             &columns, &skipped, detail,
         ))
     };
-    match format {
-        "json" => stdout::println(&json::to_json(&json::CompareDocument {
+    match output {
+        CompareOutput::Json => stdout::println(&json::to_json(&json::CompareDocument {
             columns: &columns,
             not_compared: &skipped,
         })?),
-        "auto" if colour_on_stdout() => stdout::print(&crate::view::report::colourize(&text())),
-        _ => stdout::print(&text()),
+        CompareOutput::Text(TextForm::Auto) if colour_on_stdout() => {
+            stdout::print(&crate::view::report::colourize(&text()))
+        }
+        CompareOutput::Text(TextForm::Auto | TextForm::Text) => stdout::print(&text()),
     }
     .context(STDOUT)?;
     let slower = |c: &crate::analysis::sweep::Column| {
@@ -237,7 +248,7 @@ fn write_plots(path: &Path, cmp: &Comparison, inputs: &[GroupInput]) -> Result<(
 /// `vmtrace export`: one recording (several for svg) in another format.
 pub(super) fn export_command(
     files: &[PathBuf],
-    format: &str,
+    format: ExportFormat,
     output: Option<&Path>,
     redact: bool,
 ) -> Result<i32> {
@@ -267,7 +278,7 @@ pub(super) fn export_command(
             })?;
         }
         None => {
-            if format == "png" && std::io::stdout().is_terminal() {
+            if format.binary() && std::io::stdout().is_terminal() {
                 anyhow::bail!("PNG is binary; write it to a file with -o plots.png");
             }
             stdout::stream(render).context(STDOUT)?;

@@ -16,67 +16,105 @@ use anyhow::{Context, Result};
 
 use crate::model::recording::Recording;
 
-/// The formats `vmtrace export --format` writes.
-pub const FORMATS: &[&str] = &[
-    "text",
-    "json",
-    "csv",
-    "series-csv",
-    "hlog",
-    "folded",
-    "flamegraph",
-    "svg",
-    "png",
-];
+/// The formats `vmtrace export --format` writes: one enum, matched
+/// exhaustively wherever a format decides something, so a new format
+/// does not compile until it is rendered, named and checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Text,
+    Json,
+    Csv,
+    SeriesCsv,
+    Hlog,
+    Folded,
+    Flamegraph,
+    Svg,
+    Png,
+}
 
-/// Renders recordings in `format`: one, or several for svg and png (the
-/// plots overlay them).
-/// Writes them to `out`; the CSV formats are streamed (their rows repeat
-/// the run's label: many times the recording's size), the others are
-/// rendered, then written.
-pub fn render(recs: &[&Recording], format: &str, out: &mut dyn Write) -> Result<()> {
+impl ExportFormat {
+    pub const ALL: [ExportFormat; 9] = [
+        ExportFormat::Text,
+        ExportFormat::Json,
+        ExportFormat::Csv,
+        ExportFormat::SeriesCsv,
+        ExportFormat::Hlog,
+        ExportFormat::Folded,
+        ExportFormat::Flamegraph,
+        ExportFormat::Svg,
+        ExportFormat::Png,
+    ];
+
+    /// As given to `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Text => "text",
+            ExportFormat::Json => "json",
+            ExportFormat::Csv => "csv",
+            ExportFormat::SeriesCsv => "series-csv",
+            ExportFormat::Hlog => "hlog",
+            ExportFormat::Folded => "folded",
+            ExportFormat::Flamegraph => "flamegraph",
+            ExportFormat::Svg => "svg",
+            ExportFormat::Png => "png",
+        }
+    }
+
+    /// Several recordings drawn over each other (the plots), or one.
+    pub fn overlays(self) -> bool {
+        match self {
+            ExportFormat::Svg | ExportFormat::Png => true,
+            ExportFormat::Text
+            | ExportFormat::Json
+            | ExportFormat::Csv
+            | ExportFormat::SeriesCsv
+            | ExportFormat::Hlog
+            | ExportFormat::Folded
+            | ExportFormat::Flamegraph => false,
+        }
+    }
+
+    /// Bytes no terminal should be sent.
+    pub fn binary(self) -> bool {
+        self == ExportFormat::Png
+    }
+}
+
+/// Renders recordings in `format` to `out`: one, or several for svg and
+/// png (the plots overlay them). The CSV formats are streamed (their
+/// rows repeat the run's label: many times the recording's size), the
+/// others are rendered, then written.
+pub fn render(recs: &[&Recording], format: ExportFormat, out: &mut dyn Write) -> Result<()> {
     check(recs, format)?;
-    match (format, recs) {
-        ("svg", _) => out.write_all(svg::recording_svg(recs).as_bytes())?,
-        ("png", _) => out.write_all(&png::to_png(&svg::recording_svg(recs))?)?,
-        ("csv", [rec]) => csv::metrics(rec, out)?,
-        ("series-csv", [rec]) => csv::series(rec, out)?,
-        (_, [rec]) => out.write_all(&render_one(rec, format)?)?,
-        _ => {}
+    let one = || recs.first().copied().context("no recording");
+    match format {
+        ExportFormat::Svg => out.write_all(svg::recording_svg(recs).as_bytes())?,
+        ExportFormat::Png => out.write_all(&png::to_png(&svg::recording_svg(recs))?)?,
+        ExportFormat::Csv => csv::metrics(one()?, out)?,
+        ExportFormat::SeriesCsv => csv::series(one()?, out)?,
+        ExportFormat::Text => out.write_all(text::render(one()?).as_bytes())?,
+        ExportFormat::Json => {
+            let mut v = serde_json::to_vec_pretty(one()?).context("serialising")?;
+            v.push(b'\n');
+            out.write_all(&v)?;
+        }
+        ExportFormat::Hlog => out.write_all(hlog::render(one()?)?.as_bytes())?,
+        ExportFormat::Folded => out.write_all(folded::render(one()?)?.as_bytes())?,
+        ExportFormat::Flamegraph => out.write_all(folded::flamegraph(one()?)?.as_bytes())?,
     }
     Ok(())
 }
 
-/// Refuses what `render` cannot do, before anything is written: an
-/// unknown format, several recordings for a format that takes one.
-pub fn check(recs: &[&Recording], format: &str) -> Result<()> {
-    if !FORMATS.contains(&format) {
+/// Refuses what `render` cannot do, before anything is written: several
+/// recordings for a format that takes one.
+pub fn check(recs: &[&Recording], format: ExportFormat) -> Result<()> {
+    if recs.len() != 1 && !format.overlays() {
         anyhow::bail!(
-            "unknown format {format}; use one of: {}",
-            FORMATS.join(", ")
-        );
-    }
-    if recs.len() != 1 && !matches!(format, "svg" | "png") {
-        anyhow::bail!(
-            "--format {format} takes one recording (got {}); run export once per file, \
+            "--format {} takes one recording (got {}); run export once per file, \
              or use --format svg to overlay them",
+            format.name(),
             recs.len()
         );
     }
     Ok(())
-}
-
-fn render_one(rec: &Recording, format: &str) -> Result<Vec<u8>> {
-    Ok(match format {
-        "text" => text::render(rec).into_bytes(),
-        "json" => {
-            let mut v = serde_json::to_vec_pretty(rec).context("serialising")?;
-            v.push(b'\n');
-            v
-        }
-        "hlog" => hlog::render(rec)?.into_bytes(),
-        "folded" => folded::render(rec)?.into_bytes(),
-        "flamegraph" => folded::flamegraph(rec)?.into_bytes(),
-        other => anyhow::bail!("unknown format {other}; use one of: {}", FORMATS.join(", ")),
-    })
 }
