@@ -47,15 +47,12 @@
 //! components are left out.
 //! docs/COMPARE.md has the model and its limits.
 
-use serde::Serialize;
-
 mod basis;
 pub use basis::Basis;
 
 use super::measures::{Measure, delays};
 use super::{AttributionRow, ElapsedSplit, MetricRow};
 use crate::model::report::{ReclaimReport, RunReport, StallSplit};
-use crate::model::schema::names_schema;
 
 /// The components of a run's time budget, in the order shown.
 ///
@@ -231,13 +228,8 @@ impl Component {
     }
 }
 
-/// Serialised as its label.
-impl Serialize for Component {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.label())
-    }
-}
-names_schema!(Component, Component::ALL.map(Component::label));
+// Serialised as its id and the label the text prints.
+crate::model::schema::keyed!(Component, Component::ALL.into_iter(), Component::label);
 
 /// The direct and memcg reclaim reports a run has.
 fn reclaims(r: &RunReport) -> impl Iterator<Item = &ReclaimReport> {

@@ -39,7 +39,6 @@ use super::measures::Measure;
 use super::{GroupInput, MetricRow};
 use crate::model::recording::environment::{DelayAccounting, Environment, mthp_line};
 use crate::model::report::{CgroupVersion, RunReport};
-use crate::model::schema::names_schema;
 
 /// A setting that can redefine measures when it differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,13 +78,8 @@ impl Setting {
     }
 }
 
-/// Serialised as its name.
-impl Serialize for Setting {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-names_schema!(Setting, Setting::ALL.map(Setting::name));
+// Serialised as its id and the name the text prints.
+crate::model::schema::keyed!(Setting, Setting::ALL.into_iter(), Setting::name);
 
 /// A setting that differs between the groups and redefines some metrics.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]

@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use super::stats::{Describe, describe, welch};
 use super::{Change, MetricRow};
-use crate::model::schema::names_schema;
 use crate::model::{
     report::{DelayReport, ReclaimReport, RunReport, SwapCauses},
     sample::Psi,
@@ -367,13 +366,8 @@ impl Measure {
     }
 }
 
-/// Serialised as its label: the JSON names rows as the text does.
-impl Serialize for Measure {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.label())
-    }
-}
-names_schema!(Measure, Measure::ALL.iter().map(|m| m.label()));
+// Serialised as its id and the label the text prints.
+crate::model::schema::keyed!(Measure, Measure::ALL.iter().copied(), Measure::label);
 
 /// Runs `f` with every measure's label renamed (tests: a decision that
 /// reads a label changes under it).

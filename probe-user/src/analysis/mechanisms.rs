@@ -25,8 +25,6 @@
 //! let _ = Measure::NoSuchMeasure;
 //! ```
 
-use serde::Serialize;
-
 use super::Measure::{self, *};
 use super::attribution::Component;
 use super::entries::EntryRow;
@@ -34,7 +32,6 @@ use super::{AttributionRow, GroupInfo, Hint, MetricRow};
 use crate::model::entries::entry_chain;
 use crate::model::format::fmt_secs;
 use crate::model::report::RunReport;
-use crate::model::schema::names_schema;
 
 /// The mechanisms, each once: the enum, `ALL` (the order hints are
 /// looked for in, which ties keep) and the names come from this one list,
@@ -123,13 +120,8 @@ impl Mechanism {
     }
 }
 
-/// Serialised as its name.
-impl Serialize for Mechanism {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-names_schema!(Mechanism, Mechanism::ALL.map(Mechanism::name));
+// Serialised as its id and the name the text prints.
+crate::model::schema::keyed!(Mechanism, Mechanism::ALL.into_iter(), Mechanism::name);
 
 /// The shares of the block I/O waits' part (see `Evidence::io_shares`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -94,8 +94,6 @@ pub struct VictimCount {
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct MetricRow {
-    /// Serialised as `name`, the measure's label.
-    #[serde(rename = "name")]
     pub measure: Measure,
     pub unit: Unit,
     /// Whose tasks it counts (the measure's; serialised for readers).
@@ -144,25 +142,31 @@ pub struct Versus {
 }
 
 /// The verdict on a group's elapsed time against the baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    #[serde(rename = "slower")]
     Slower,
-    #[serde(rename = "faster")]
     Faster,
     /// Not significant: no cause is named.
-    #[serde(rename = "within noise")]
     WithinNoise,
     /// Fewer than two runs in a group: significance cannot be judged.
-    #[serde(rename = "not judged")]
     NotJudged,
     /// Every run of one of the two groups was OOM-killed (or failed):
     /// no time to compare, the kills are the difference.
-    #[serde(rename = "no completed run")]
     NoCompletedRun,
 }
 
+// Serialised as its id and the name the text prints.
+crate::model::schema::keyed!(Verdict, Verdict::ALL.into_iter(), Verdict::name);
+
 impl Verdict {
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Slower,
+        Verdict::Faster,
+        Verdict::WithinNoise,
+        Verdict::NotJudged,
+        Verdict::NoCompletedRun,
+    ];
+
     /// As printed: "slower", "faster", "within noise", "not judged".
     pub fn name(self) -> &'static str {
         match self {

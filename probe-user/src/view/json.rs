@@ -17,15 +17,18 @@ use crate::analysis::sweep::Column;
 use crate::model::{probes::Listed, recording::Recording, report::RunReport};
 use crate::view::report::RunsTable;
 
-/// The version of the commands' documents: raised when a field is
-/// renamed or removed or changes its type; a new field does not raise
-/// it (a consumer ignores what it does not know).
+/// The version of a command's document, unless it says otherwise
+/// (`Document::VERSION`): raised when a field is renamed or removed or
+/// changes its type; a new field does not raise it (a consumer ignores
+/// what it does not know).
 pub const FORMAT_VERSION: u32 = 1;
 
 /// What a command prints with `--json`.
 pub trait Document: Serialize + JsonSchema {
     /// The command (`run`): the document's `format` is `vmtrace-run`.
     const COMMAND: &'static str;
+    /// Its `format_version`.
+    const VERSION: u32 = FORMAT_VERSION;
 }
 
 /// `vmtrace run --json`.
@@ -74,6 +77,9 @@ pub struct CompareDocument<'a> {
 
 impl Document for CompareDocument<'_> {
     const COMMAND: &'static str = "compare";
+    /// 2: measures, mechanisms, components, settings and verdicts are
+    /// `{"id", "label"}` objects (1: their labels as strings).
+    const VERSION: u32 = 2;
 }
 
 /// `vmtrace probes --json`: the catalogue against this kernel.
@@ -101,7 +107,7 @@ struct Envelope<'a, D> {
 pub fn to_json<D: Document>(doc: &D) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&Envelope {
         format: format!("vmtrace-{}", D::COMMAND),
-        format_version: FORMAT_VERSION,
+        format_version: D::VERSION,
         body: doc,
     })
 }
@@ -152,7 +158,7 @@ fn document_schema<D: Document>() -> Schema {
         props.insert(
             "format_version".into(),
             json!({
-                "const": FORMAT_VERSION,
+                "const": D::VERSION,
                 "description": "The version of the document's shape."
             }),
         );

@@ -280,18 +280,18 @@ fn compare(a: &[PathBuf], b: &[PathBuf]) -> (Value, String) {
 fn finds(a: &[PathBuf], b: &[PathBuf], cause: &[&str]) {
     let (c, text) = compare(a, b);
     let v = &c["versus"][0];
-    assert_eq!(v["verdict"], "slower", "{text}");
+    assert_eq!(v["verdict"]["id"], "slower", "{text}");
     let diff = v["split"]["difference"].as_f64().expect("difference");
     let hints = v["hints"].as_array().cloned().unwrap_or_default();
     let share = |h: &Value| h["seconds"].as_f64().unwrap_or(0.0) / diff;
-    let named = |h: &Value| cause.iter().any(|c| h["mechanism"] == *c);
+    let named = |h: &Value| cause.iter().any(|c| h["mechanism"]["label"] == *c);
     let first = hints.first().expect("a mechanism");
     let claimed: f64 = hints.iter().filter(|h| named(h)).map(share).sum();
     // One line per pair (a failure prints the pair's whole compare):
     // the suite's log then keeps every pair's outcome in view.
     let all: Vec<String> = hints
         .iter()
-        .map(|h| format!("{} {:.0}%", h["mechanism"], share(h) * 100.0))
+        .map(|h| format!("{} {:.0}%", h["mechanism"]["label"], share(h) * 100.0))
         .collect();
     eprintln!(
         "planted {cause:?}: {:+.1} s, all of the cause {:.0}%; {}",
@@ -299,13 +299,17 @@ fn finds(a: &[PathBuf], b: &[PathBuf], cause: &[&str]) {
         claimed * 100.0,
         all.join(", ")
     );
-    assert!(named(first), "first is {}\n{text}", first["mechanism"]);
+    assert!(
+        named(first),
+        "first is {}\n{text}",
+        first["mechanism"]["label"]
+    );
     assert!(claimed >= 0.6, "{cause:?} claim {claimed:.2}\n{text}");
     for h in hints.iter().filter(|h| !named(h)) {
         assert!(
             share(h) <= 0.2,
             "{} claims {:.2}\n{text}",
-            h["mechanism"],
+            h["mechanism"]["label"],
             share(h)
         );
     }
@@ -321,14 +325,14 @@ fn contention_within_its_waits(a: &[PathBuf], b: &[PathBuf]) {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|h| h["mechanism"] == "CPU contention")
+        .filter(|h| h["mechanism"]["id"] == "cpu_contention")
         .map(|h| h["seconds"].as_f64().unwrap_or(0.0))
         .sum::<f64>();
     let waits = c["attribution"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|r| r["component"] == "runnable behind others")
+        .filter(|r| r["component"]["id"] == "cpu_waits")
         .map(|r| r["elapsed"][0].as_f64().unwrap_or(0.0))
         .sum::<f64>();
     eprintln!(
@@ -402,7 +406,7 @@ fn planted_causes_are_found_and_aa_is_noise() {
             && [(&a, &hogs), (&a, &throttled), (&a, &small), (&a, &reads)]
                 .into_iter()
                 .chain([(&ah, &moved), (&ah, &small_h)])
-                .all(|(a, b)| compare(a, b).0["versus"][0]["verdict"] == "slower")
+                .all(|(a, b)| compare(a, b).0["versus"][0]["verdict"]["id"] == "slower")
         {
             break;
         }
@@ -423,12 +427,15 @@ fn planted_causes_are_found_and_aa_is_noise() {
     for attempt in 0..2 {
         let (aa, text) = compare(&pair.0, &pair.1);
         let v = &aa["versus"][0];
-        eprintln!("A/A: {} p = {}", v["verdict"], v["elapsed"]["welch"]["p"]);
-        if v["verdict"] == "within noise" {
+        eprintln!(
+            "A/A: {} p = {}",
+            v["verdict"]["label"], v["elapsed"]["welch"]["p"]
+        );
+        if v["verdict"]["id"] == "within_noise" {
             // Nothing named but OOM kills, said whenever kills differ.
             let hints = v["hints"].as_array().cloned().unwrap_or_default();
             assert!(
-                hints.iter().all(|h| h["mechanism"] == "OOM kills"),
+                hints.iter().all(|h| h["mechanism"]["id"] == "oom_kills"),
                 "{text}"
             );
             return;
@@ -484,7 +491,7 @@ fn a_build_blames_outside_hogs_and_not_its_own_threads() {
             hogs.push(build(&dir, &format!("hogs-{k}.json"), "512M"));
         }
         small.push(build(&dir, &format!("small-{k}.json"), "160M"));
-        if k + 1 >= RUNS && compare(&a, &hogs).0["versus"][0]["verdict"] == "slower" {
+        if k + 1 >= RUNS && compare(&a, &hogs).0["versus"][0]["verdict"]["id"] == "slower" {
             break;
         }
     }
@@ -496,7 +503,7 @@ fn a_build_blames_outside_hogs_and_not_its_own_threads() {
     let behind = |name: &str| {
         c["metrics"]
             .as_array()
-            .and_then(|m| m.iter().find(|m| m["name"] == name))
+            .and_then(|m| m.iter().find(|m| m["measure"]["label"] == name))
             .map(|m| m["groups"][0]["mean"].as_f64().unwrap_or(0.0))
     };
     let (own, others) = (

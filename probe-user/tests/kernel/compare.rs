@@ -94,13 +94,13 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
     assert_eq!(c["groups"][0]["label"], "page-cluster=3", "{c:#}");
     assert_eq!(c["groups"][1]["label"], "page-cluster=0", "{c:#}");
     let v = &c["versus"][0];
-    assert_eq!(v["verdict"], "slower", "{text}");
+    assert_eq!(v["verdict"]["id"], "slower", "{text}");
     // A pc=0 run can be OOM-killed in its tight box; compare then names
     // the OOM kill first (rightly). The mechanism after it is swap-in.
     let first = v["hints"]
         .as_array()
-        .and_then(|h| h.iter().find(|h| h["mechanism"] != "OOM kills"))
-        .map(|h| h["mechanism"].clone());
+        .and_then(|h| h.iter().find(|h| h["mechanism"]["id"] != "oom_kills"))
+        .map(|h| h["mechanism"]["label"].clone());
     assert_eq!(first, Some(serde_json::json!("swap-in")), "{text}");
     let explained = v["explained"].as_f64().unwrap_or(0.0);
     assert!(
@@ -110,7 +110,10 @@ fn compare_finds_swap_readahead_and_calls_aa_noise() {
     // The mechanism's numbers: readahead gone, reads one page each.
     let per_read = c["metrics"]
         .as_array()
-        .and_then(|m| m.iter().find(|m| m["name"] == "pages per swap read"))
+        .and_then(|m| {
+            m.iter()
+                .find(|m| m["measure"]["label"] == "pages per swap read")
+        })
         .expect("pages per swap read");
     assert!(per_read["groups"][0]["mean"].as_f64().unwrap_or(0.0) > 2.0);
     assert!(per_read["groups"][1]["mean"].as_f64().unwrap_or(9.0) < 1.2);
@@ -139,7 +142,7 @@ fn interleaved_rounds(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) 
         }
         if done.iter().all(|&n| n >= 3) {
             let c = json_of(&compare_cmd(&a, &b, true).output().expect("compare"));
-            if c["versus"][0]["verdict"] == "slower" {
+            if c["versus"][0]["verdict"]["id"] == "slower" {
                 break;
             }
         }
@@ -167,14 +170,14 @@ fn a_against_a_is_within_noise(dir: &Path, a: &[PathBuf], a2: &[PathBuf]) {
         let aa_text = text_ok(&mut compare_cmd(&pair.0, &pair.1, false));
         eprintln!("{aa_text}");
         let v = &aa["versus"][0];
-        if v["verdict"] == "within noise" {
+        if v["verdict"]["id"] == "within_noise" {
             // Nothing is named but OOM kills, which are said whenever
             // the groups' kills differ (a run of qsbench in its tight
             // box is now and then OOM-killed, A' as well as B; see
             // analysis' oom_kills_are_named_when_the_time_is_within_noise).
             let hints = v["hints"].as_array().cloned().unwrap_or_default();
             assert!(
-                hints.iter().all(|h| h["mechanism"] == "OOM kills"),
+                hints.iter().all(|h| h["mechanism"]["id"] == "oom_kills"),
                 "{aa_text}"
             );
             let words = aa_text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -340,7 +340,7 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|h| h["mechanism"] == "reclaim")
+        .find(|h| h["mechanism"]["id"] == "reclaim")
         .and_then(|h| h["text"].as_str())
         .unwrap_or("")
         .to_string();

@@ -37,7 +37,7 @@ fn check_attribution(c: &Value, text: &str) {
     let diff = num(&split["difference"]);
     let elapsed = c["metrics"]
         .as_array()
-        .and_then(|m| m.iter().find(|m| m["name"] == "elapsed"))
+        .and_then(|m| m.iter().find(|m| m["measure"]["id"] == "elapsed"))
         .expect("elapsed row");
     let means = num(&elapsed["groups"][1]["mean"]) - num(&elapsed["groups"][0]["mean"]);
     assert!((diff - means).abs() < 1e-6, "{split:#}");
@@ -58,7 +58,7 @@ fn check_attribution(c: &Value, text: &str) {
             assert!(
                 (0.0..=1.0).contains(&s),
                 "share {s} of {}\n{text}",
-                r["component"]
+                r["component"]["label"]
             );
             shares += s;
         }
@@ -85,7 +85,7 @@ fn check_attribution(c: &Value, text: &str) {
         claimed <= diff.abs() + tol,
         "claimed {claimed} of {diff}\n{text}"
     );
-    if v["verdict"] == "within noise" {
+    if v["verdict"]["id"] == "within_noise" {
         assert_eq!(v["hints"].as_array().map(Vec::len), Some(0), "{text}");
     }
     // The attribution and the mechanisms print no share past 100% and

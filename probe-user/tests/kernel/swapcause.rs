@@ -151,7 +151,7 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
     for round in 0..4 {
         if off.len() >= 2 && on.len() >= 2 {
             let c = json_of(&compare_cmd(&off, &on, true).output().expect("compare"));
-            if c["versus"][0]["verdict"] != "within noise" {
+            if c["versus"][0]["verdict"]["id"] != "within_noise" {
                 break;
             }
         }
@@ -182,7 +182,7 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
     let row = |name: &str| {
         c["metrics"]
             .as_array()
-            .and_then(|m| m.iter().find(|m| m["name"] == name))
+            .and_then(|m| m.iter().find(|m| m["measure"]["label"] == name))
             .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
             .clone()
     };
@@ -220,7 +220,7 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
     assert!(means[1] > means[0] / 2.0, "{text}");
     // compare names causes only for a difference it can tell from noise;
     // on a busy machine (run-queue waits of seconds) it may not.
-    if c["versus"][0]["verdict"] == "within noise" {
+    if c["versus"][0]["verdict"]["id"] == "within_noise" {
         eprintln!("notice: elapsed within noise here: no mechanism named");
         return;
     }
@@ -229,7 +229,7 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
         .cloned()
         .unwrap_or_default();
     assert!(
-        hints.iter().any(|h| h["mechanism"] == "zswap"),
+        hints.iter().any(|h| h["mechanism"]["id"] == "zswap"),
         "no zswap mechanism:\n{text}"
     );
     let words = text.split_whitespace().collect::<Vec<_>>().join(" ");

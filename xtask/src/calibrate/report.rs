@@ -58,7 +58,7 @@ pub(super) fn summarize(doc: &Value) -> Result<Vec<Summary>> {
                 .unwrap_or_default()
                 .iter()
                 .filter_map(|h| {
-                    let name = h["mechanism"].as_str()?.to_string();
+                    let name = h["mechanism"]["label"].as_str()?.to_string();
                     match h["seconds"].as_f64() {
                         None => Some((name, None)),
                         Some(s) if s.abs() >= 0.001 => Some((name, Some(s))),
@@ -68,7 +68,7 @@ pub(super) fn summarize(doc: &Value) -> Result<Vec<Summary>> {
                 .collect();
             let elapsed = cmp["metrics"]
                 .as_array()
-                .and_then(|rows| rows.iter().find(|r| r["name"] == "elapsed"));
+                .and_then(|rows| rows.iter().find(|r| r["measure"]["id"] == "elapsed"));
             let mean = |g: usize| elapsed.and_then(|r| r["groups"][g]["mean"].as_f64());
             let runs = |g: usize| {
                 let info = &cmp["groups"][g];
@@ -79,7 +79,10 @@ pub(super) fn summarize(doc: &Value) -> Result<Vec<Summary>> {
             };
             Ok(Summary {
                 sweep: col["sweep_value"].as_str().unwrap_or("").to_string(),
-                verdict: versus["verdict"].as_str().unwrap_or("?").to_string(),
+                verdict: versus["verdict"]["label"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
                 named,
                 difference: versus["split"]["difference"]
                     .as_f64()
@@ -280,7 +283,7 @@ mod tests {
     fn compare_doc(hints: Value, verdict: &str, oom: u64) -> Value {
         json!({
             "format": "vmtrace-compare",
-            "format_version": 1,
+            "format_version": 2,
             "not_compared": [],
             "columns": [{
                 "sweep_value": "",
@@ -294,11 +297,11 @@ mod tests {
                     ],
                     "warnings": [], "settings": [],
                     "metrics": [
-                        {"name": "user CPU", "unit": "seconds", "scope": "target",
+                        {"measure": {"id": "user_cpu", "label": "user CPU"}, "unit": "seconds", "scope": "target",
                          "groups": [{"n": 3, "mean": 9.0, "stddev": 0.1, "min": 8.9, "max": 9.1},
                                     {"n": 3, "mean": 9.1, "stddev": 0.1, "min": 9.0, "max": 9.2}],
                          "changes": [{"diff": 0.1, "pct": 1.1, "welch": null}]},
-                        {"name": "elapsed", "unit": "seconds", "scope": "target",
+                        {"measure": {"id": "elapsed", "label": "elapsed"}, "unit": "seconds", "scope": "target",
                          "groups": [{"n": 3, "mean": 40.0, "stddev": 0.5, "min": 39.5, "max": 40.5},
                                     {"n": 3, "mean": 48.0, "stddev": 0.6, "min": 47.4, "max": 48.6}],
                          "changes": [{"diff": 8.0, "pct": 20.0,
@@ -308,7 +311,7 @@ mod tests {
                         "label": "patched",
                         "elapsed": {"diff": 8.0, "pct": 20.0, "welch": {"t": 17.7, "df": 3.9, "p": 0.0001}},
                         "judgeable": true,
-                        "verdict": verdict,
+                        "verdict": {"id": verdict.replace(' ', "_"), "label": verdict},
                         "explained": 0.75,
                         "split": {"difference": 8.0, "explained": 6.0, "unexplained": 2.0,
                                   "offsets": 0.0, "scale": 1.0, "busy_cpus": [null, null],
@@ -326,9 +329,9 @@ mod tests {
     fn the_summary_names_the_first_linked_mechanism_and_its_share() {
         let doc = compare_doc(
             json!([
-                {"mechanism": "swap-in", "seconds": 5.0, "text": "swap-in: ..."},
-                {"mechanism": "reclaim", "seconds": 1.0, "text": "reclaim: ..."},
-                {"mechanism": "swap-out", "seconds": 0.0, "text": "swap-out: ..."}
+                {"mechanism": {"id": "swap_in", "label": "swap-in"}, "seconds": 5.0, "text": "swap-in: ..."},
+                {"mechanism": {"id": "reclaim", "label": "reclaim"}, "seconds": 1.0, "text": "reclaim: ..."},
+                {"mechanism": {"id": "swap_out", "label": "swap-out"}, "seconds": 0.0, "text": "swap-out: ..."}
             ]),
             "slower",
             0,
@@ -361,7 +364,7 @@ mod tests {
     fn oom_kills_have_no_seconds_and_within_noise_names_nothing() {
         // serde_json writes OOM kills' infinite seconds as null.
         let doc = compare_doc(
-            json!([{"mechanism": "OOM kills", "seconds": null, "text": "OOM kills: 2 of 3"}]),
+            json!([{"mechanism": {"id": "oom_kills", "label": "OOM kills"}, "seconds": null, "text": "OOM kills: 2 of 3"}]),
             "slower",
             2,
         );
