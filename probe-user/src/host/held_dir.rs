@@ -96,20 +96,8 @@ impl HeldDir {
 
     /// Whether `name` is there (a link counts: it is not followed).
     pub fn has(&self, name: &str) -> bool {
-        let Ok(c) = std::ffi::CString::new(name) else {
-            return false;
-        };
-        // SAFETY: a zeroed stat is a valid out-buffer for fstatat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstatat on our descriptor with a NUL-terminated name.
-        unsafe {
-            libc::fstatat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            ) == 0
-        }
+        std::ffi::CString::new(name)
+            .is_ok_and(|c| super::output::lstat_at(self.fd.as_raw_fd(), &c).is_some())
     }
 
     /// The names in the directory, read through the descriptor.

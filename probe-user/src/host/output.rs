@@ -355,18 +355,17 @@ fn open_dir(dir: &CStr) -> io::Result<OwnedFd> {
 
 /// Whether `name` in the directory is a symbolic link (not followed).
 pub(crate) fn is_link_at(dir: &OwnedFd, name: &CStr) -> bool {
+    lstat_at(dir.as_raw_fd(), name).is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+/// What `name` in the directory `dir` is, without following a link at
+/// it (fstatat with AT_SYMLINK_NOFOLLOW); None when it is not there.
+pub(crate) fn lstat_at(dir: std::os::fd::RawFd, name: &CStr) -> Option<libc::stat> {
     // SAFETY: zeroed stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid descriptor, name and out-parameter.
-    let r = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+    let r = unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    (r == 0).then_some(st)
 }
 
 /// `.NAME.<pid>-<16 hex>.tmp`, created O_EXCL|O_NOFOLLOW, mode 0600; a
@@ -427,19 +426,8 @@ fn remove_dead_temporaries(dir: &OwnedFd, name: &std::ffi::OsStr) {
         let Ok(c) = CString::new(entry.as_bytes()) else {
             continue;
         };
-        // SAFETY: zeroed stat is a valid out-parameter.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: valid descriptor, name and out-parameter.
-        let r = unsafe {
-            libc::fstatat(
-                dir.as_raw_fd(),
-                c.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        let plain_and_mine =
-            r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_uid == me;
+        let plain_and_mine = lstat_at(dir.as_raw_fd(), &c)
+            .is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_uid == me);
         if plain_and_mine && !Path::new(&format!("/proc/{pid}")).exists() {
             // SAFETY: valid descriptor and NUL-terminated name.
             unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
