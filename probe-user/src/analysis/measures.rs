@@ -412,7 +412,7 @@ pub(super) fn absent(rows: &[MetricRow], completed: &[usize]) -> Vec<String> {
                 format!(
                     "group {} has no {} (its kernel lacks the counter, or the \
                      recording predates it): shown as -, not 0",
-                    char::from(b'A' + (g % 26) as u8),
+                    crate::model::format::group_letter(g),
                     names.join(", ")
                 )
             })

@@ -164,7 +164,7 @@ fn compare_groups(args: &[String], labels: &[String]) -> Result<Vec<Vec<PathBuf>
     if let Some(i) = groups.iter().position(Vec::is_empty) {
         anyhow::bail!(
             "group {} has no recordings: give files after each --vs",
-            char::from(b'A' + (i % 26) as u8)
+            crate::model::format::group_letter(i)
         );
     }
     if let Some(flag) = args.iter().find(|a| a.starts_with('-') && *a != "--vs") {

@@ -9,6 +9,12 @@ pub use crate::model::units::human;
 
 // Durations.
 
+/// A group's letter in compare's tables and plots: A, B, ... Z, then
+/// A again (27 groups are not told apart by letter).
+pub fn group_letter(i: usize) -> char {
+    char::from(b'A' + (i % 26) as u8)
+}
+
 /// A duration in ns as at most 6 characters: `512ns`, `1.5us`, `12ms`.
 pub fn fmt_ns(ns: u64) -> String {
     const UNITS: [(u64, &str); 4] = [

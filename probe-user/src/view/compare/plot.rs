@@ -30,7 +30,7 @@ pub fn svg(c: &Comparison, inputs: &[GroupInput]) -> String {
             if counts.iter().any(|&n| n > 0) {
                 let label = c.groups.get(g).map_or(String::new(), |g| g.label.clone());
                 merged.push((
-                    format!("{} {label}", char::from(b'A' + (g % 26) as u8)),
+                    format!("{} {label}", crate::model::format::group_letter(g)),
                     crate::model::histogram::summarize(&counts),
                 ));
             }
@@ -51,7 +51,7 @@ pub fn svg(c: &Comparison, inputs: &[GroupInput]) -> String {
         .groups
         .iter()
         .enumerate()
-        .map(|(i, g)| format!("{} {}", char::from(b'A' + (i % 26) as u8), g.label))
+        .map(|(i, g)| format!("{} {}", crate::model::format::group_letter(i), g.label))
         .collect::<Vec<_>>()
         .join(" vs ");
     stack(&format!("vmtrace compare: {title}"), &panels)

@@ -19,7 +19,7 @@ use crate::model::report::entry_chain;
 const NAME: usize = 24;
 
 fn letter(i: usize) -> String {
-    char::from(b'A' + (i % 26) as u8).to_string()
+    crate::model::format::group_letter(i).to_string()
 }
 
 fn value(unit: Unit, v: f64) -> String {
