@@ -122,10 +122,7 @@ fn run_command(args: RunArgs) -> Result<i32> {
                 swap_dir: args.swap_dir,
             },
             no_box: args.no_box,
-            fault_latency: args.fault_latency,
-            page_alloc: args.page_alloc,
-            no_stacks: args.no_stacks,
-            bpf_stats: args.bpf_stats,
+            probes: args.probes.into(),
             no_probes: args.no_probes,
             as_root: args.as_root,
             wait_background: args.wait_background,
@@ -174,10 +171,7 @@ fn attach_command(args: AttachArgs) -> Result<i32> {
         duration: args.duration.map(Duration::from_secs_f64),
         lines: args.interval.map(Duration::from_secs_f64),
         interval: Duration::from_secs_f64(args.interval.unwrap_or(1.0)),
-        fault_latency: args.fault_latency,
-        page_alloc: args.page_alloc,
-        no_stacks: args.no_stacks,
-        bpf_stats: args.bpf_stats,
+        probes: args.probes.into(),
         progress: None,
         serve: args
             .serve

@@ -331,37 +331,16 @@ vmtrace generate complete-fish > ~/.config/fish/completions/vmtrace.fish"
     },
 }
 
+/// The probes' options, the same for `run` and `attach` (flattened into
+/// both): what costs the traced tasks or the machine more, off unless
+/// asked (and the stacks, on unless refused).
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// Memory limit of the box, e.g. 256M or 1G (a fresh memory cgroup)
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub mem: Option<u64>,
-
-    /// No memory box: the whole machine's memory is the pressure
+pub struct ProbeArgs {
+    /// Time every user page fault of the traced tasks, minor and major
     #[arg(
         long,
-        conflicts_with = "mem",
-        long_help = "Run without a memory box: no memory cgroup, so reclaim is the \
-whole machine's (global reclaim, kswapd, zones and watermarks), as in the seed mails \
-booted with mem=64M. Meant for a small machine or guest (`vmtrace kernels --mem 256M \
--- run --no-box build -j 4`). A bundled workload's default box is not applied; \
---swap still adds a swapfile."
-    )]
-    pub no_box: bool,
-
-    /// Add a temporary swapfile of SIZE for the run, e.g. 1G
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub swap: Option<u64>,
-
-    /// Directory for the swapfile (a filesystem that supports swapfiles);
-    /// vmtrace keeps it in DIR/vmtrace-swap, a directory only root can write
-    #[arg(long, value_name = "DIR", default_value = crate::host::swapfile::DEFAULT_SWAP_DIR)]
-    pub swap_dir: PathBuf,
-
-    /// Time every user page fault of the command, minor and major
-    #[arg(
-        long,
-        long_help = "Time every user page fault of the command (minor and major \
+        long_help = "Time every user page fault of the traced tasks (the command, or \
+attach's targets; minor and major \
 latency histograms). Off by default because it costs the fault path: measured \
 here, about +200 ns on a ~2.1 us first-touch minor fault (~10%; up to ~20% on a \
 warm fault loop), from a tp_btf program on page_fault_user plus a perf-event \
@@ -392,7 +371,7 @@ task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
     #[arg(
         long,
         long_help = "Take no kernel stacks at reclaim begins, so no \"where reclaim \
-was entered\" section. By default each direct or memcg reclaim of the command \
+was entered\" section. By default each direct or memcg reclaim of the traced tasks \
 takes its kernel stack once, at its begin (bpf_get_stackid into a stack-trace \
 map), with the allocation's GFP flags and order, and its stall is added to that \
 path's row: a reclaim comes every few ms under pressure, and no fault pays \
@@ -401,9 +380,52 @@ anything. See docs/BENCHMARKS.md for the reclaim begin's cost with and without."
     pub no_stacks: bool,
 
     /// Report each eBPF program's runs and average run time (switches
-    /// kernel.bpf_stats_enabled on for the run: ~20 ns per program run)
+    /// kernel.bpf_stats_enabled on while tracing: ~20 ns per program
+    /// run; attach --serve serves them too)
     #[arg(long)]
     pub bpf_stats: bool,
+}
+
+impl From<ProbeArgs> for crate::session::run_options::ProbeOptions {
+    fn from(a: ProbeArgs) -> Self {
+        crate::session::run_options::ProbeOptions {
+            fault_latency: a.fault_latency,
+            page_alloc: a.page_alloc,
+            no_stacks: a.no_stacks,
+            bpf_stats: a.bpf_stats,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Memory limit of the box, e.g. 256M or 1G (a fresh memory cgroup)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub mem: Option<u64>,
+
+    /// No memory box: the whole machine's memory is the pressure
+    #[arg(
+        long,
+        conflicts_with = "mem",
+        long_help = "Run without a memory box: no memory cgroup, so reclaim is the \
+whole machine's (global reclaim, kswapd, zones and watermarks), as in the seed mails \
+booted with mem=64M. Meant for a small machine or guest (`vmtrace kernels --mem 256M \
+-- run --no-box build -j 4`). A bundled workload's default box is not applied; \
+--swap still adds a swapfile."
+    )]
+    pub no_box: bool,
+
+    /// Add a temporary swapfile of SIZE for the run, e.g. 1G
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub swap: Option<u64>,
+
+    /// Directory for the swapfile (a filesystem that supports swapfiles);
+    /// vmtrace keeps it in DIR/vmtrace-swap, a directory only root can write
+    #[arg(long, value_name = "DIR", default_value = crate::host::swapfile::DEFAULT_SWAP_DIR)]
+    pub swap_dir: PathBuf,
+
+    #[command(flatten)]
+    pub probes: ProbeArgs,
 
     /// Run the command as root under sudo. By default it runs as the
     /// user who ran sudo (SUDO_UID/SUDO_GID), so that it creates no
@@ -581,20 +603,8 @@ pub struct AttachArgs {
     /// without it)
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub interval: Option<f64>,
-    /// Time every user page fault of the targets (costs the fault path)
-    #[arg(long)]
-    pub fault_latency: bool,
-    /// Count page allocations per zone (a hot path)
-    #[arg(long)]
-    pub page_alloc: bool,
-    /// Take no kernel stacks at reclaim begins (no "where reclaim was
-    /// entered")
-    #[arg(long)]
-    pub no_stacks: bool,
-    /// Report each eBPF program's runs and run time, and serve them
-    /// (switches kernel.bpf_stats_enabled on while attached)
-    #[arg(long)]
-    pub bpf_stats: bool,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
     /// Write the recording to PATH [default:
     /// ./vmtrace-attach-KERNEL-UTCTIME.vmtrace.json]
     #[arg(short, long, value_name = "PATH")]

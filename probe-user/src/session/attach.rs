@@ -21,6 +21,7 @@ use crate::{
     session::interrupt::{Signals, runtime_with_signals},
     session::preflight,
     session::progress::{PROGRESS_HEADER, Progress},
+    session::run_options::ProbeOptions,
     session::serve,
     session::tracer::{Tracer, Watch, Window},
 };
@@ -35,12 +36,8 @@ pub struct AttachOptions {
     pub lines: Option<Duration>,
     /// Time-series sampling interval.
     pub interval: Duration,
-    pub fault_latency: bool,
-    pub page_alloc: bool,
-    /// `--no-stacks`, as for `run`.
-    pub no_stacks: bool,
-    /// `--bpf-stats`, as for `run`.
-    pub bpf_stats: bool,
+    /// As for `run`.
+    pub probes: ProbeOptions,
     pub progress: Option<Progress>,
     /// Serve /metrics (`--serve`): run until stopped, whatever the
     /// targets do.
@@ -180,7 +177,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
         None => None,
     };
     let mut tracer = attach_tracer(opts, &targets)?;
-    let window = Window::open(opts.bpf_stats)?;
+    let window = Window::open(opts.probes.bpf_stats)?;
     // Everything that needs privilege at start is done (links made, perf
     // events opened, tracefs unmounted, delay accounting on): what is
     // left reads maps and perf events through descriptors held, cgroupfs
@@ -243,18 +240,9 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
 /// The probes, attached for the targets; processes to follow are
 /// followed from now on, with children forked meanwhile.
 fn attach_tracer(opts: &AttachOptions, targets: &Targets) -> Result<Tracer> {
-    let mut opted_in = Vec::new();
-    if opts.fault_latency {
-        opted_in.push(probes::OptIn::FaultLatency);
-    }
-    if opts.page_alloc {
-        opted_in.push(probes::OptIn::PageAlloc);
-    }
+    let mut opted_in = opts.probes.opted_in();
     if targets.target.by_pid != 0 {
         opted_in.push(probes::OptIn::FollowForks);
-    }
-    if !opts.no_stacks {
-        opted_in.push(probes::OptIn::ReclaimStacks);
     }
     let max_cgroups = opts.serve.as_ref().map(|s| s.max_cgroups);
     let mut tracer = Tracer::attach(targets.target, &opted_in, max_cgroups)?;

@@ -18,7 +18,6 @@ use vmtrace_common::Target;
 use crate::{
     host::membox::MemBox,
     host::privilege,
-    kernel::probes,
     model::report::{BoxReport, CollectorCost, Exit, RunReport, Usage},
     session::bundled::resolve_bundled,
     session::interrupt::{Signals, runtime_with_signals},
@@ -54,7 +53,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let mut tracer = if opts.no_probes {
         None
     } else {
-        Some(Tracer::attach(target, &opted_in(opts), None)?)
+        Some(Tracer::attach(target, &opts.probes.opted_in(), None)?)
     };
     let attach_s = attach_started.elapsed().as_secs_f64();
     if rt.block_on(signals.pending()).is_some() {
@@ -64,7 +63,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let window = if opts.no_probes {
         Window::open_untraced()?
     } else {
-        Window::open(opts.bpf_stats)?
+        Window::open(opts.probes.bpf_stats)?
     };
     let pid = spawn(&opts.command, &membox, identity.as_ref())?;
     let mut watch = Watch::new(
@@ -129,21 +128,6 @@ fn target_of(membox: &MemBox) -> Result<(Target, String)> {
             "every task (this machine has no cgroup v2 to tell the command's apart)".into(),
         ),
     })
-}
-
-/// The costly metrics the options ask for.
-fn opted_in(opts: &RunOptions) -> Vec<probes::OptIn> {
-    let mut opted_in = Vec::new();
-    if opts.fault_latency {
-        opted_in.push(probes::OptIn::FaultLatency);
-    }
-    if opts.page_alloc {
-        opted_in.push(probes::OptIn::PageAlloc);
-    }
-    if !opts.no_stacks {
-        opted_in.push(probes::OptIn::ReclaimStacks);
-    }
-    opted_in
 }
 
 /// vmtrace's own cost since `before`: attaching, and CPU and memory.

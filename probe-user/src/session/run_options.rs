@@ -7,6 +7,38 @@ use std::{ffi::OsString, time::Duration};
 
 use crate::{host::membox::BoxSpec, session::progress::Progress};
 
+/// The probes' options, the same for `run` and `attach`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProbeOptions {
+    /// Time every user page fault of the traced tasks.
+    pub fault_latency: bool,
+    /// Count page allocations per zone (a hot path).
+    pub page_alloc: bool,
+    /// `--no-stacks`: no kernel stacks at reclaim begins (no "where
+    /// reclaim was entered").
+    pub no_stacks: bool,
+    /// Report each program's runs and run time (kernel.bpf_stats_enabled).
+    pub bpf_stats: bool,
+}
+
+impl ProbeOptions {
+    /// The costly metrics they ask for.
+    pub fn opted_in(&self) -> Vec<crate::kernel::probes::OptIn> {
+        use crate::kernel::probes::OptIn;
+        let mut opted_in = Vec::new();
+        if self.fault_latency {
+            opted_in.push(OptIn::FaultLatency);
+        }
+        if self.page_alloc {
+            opted_in.push(OptIn::PageAlloc);
+        }
+        if !self.no_stacks {
+            opted_in.push(OptIn::ReclaimStacks);
+        }
+        opted_in
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub command: Vec<OsString>,
@@ -17,14 +49,7 @@ pub struct RunOptions {
     /// `--no-box`: no memory cgroup even for a bundled workload (whose
     /// default box applies otherwise); the machine is the pressure.
     pub no_box: bool,
-    pub fault_latency: bool,
-    /// Count page allocations per zone (a hot path).
-    pub page_alloc: bool,
-    /// `--no-stacks`: no kernel stacks at reclaim begins (no "where
-    /// reclaim was entered").
-    pub no_stacks: bool,
-    /// Report each program's runs and run time (kernel.bpf_stats_enabled).
-    pub bpf_stats: bool,
+    pub probes: ProbeOptions,
     /// Attach nothing: the same box and command, untraced (the baseline
     /// that vmtrace's own cost, or another tracer's, is measured against).
     pub no_probes: bool,
