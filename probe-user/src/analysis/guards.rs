@@ -358,12 +358,7 @@ mod tests {
     use crate::model::{recording::Recording, report::CgroupVersion};
     use crate::view::compare::text;
 
-    /// The corpus recording (two runs of memhog on 6.18, a v1 box).
-    fn corpus() -> Recording {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
-        Recording::read(&path).expect("corpus recording")
-    }
+    use crate::host::corpus_recording as corpus;
 
     fn group(rec: &Recording) -> GroupInput<'static> {
         GroupInput {

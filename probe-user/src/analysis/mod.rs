@@ -414,11 +414,7 @@ mod tests {
     use super::*;
     use crate::view::compare::text;
 
-    fn corpus() -> Recording {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
-        Recording::read(&path).expect("corpus recording")
-    }
+    use crate::host::corpus_recording as corpus;
 
     fn group(label: Option<&str>, recs: &[&Recording]) -> GroupInput<'static> {
         // The tests leak their recordings: they live for the process.

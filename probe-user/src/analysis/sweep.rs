@@ -116,9 +116,7 @@ mod tests {
 
     #[test]
     fn a_sweep_is_compared_value_by_value() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
-        let base = Recording::read(&path).expect("corpus recording");
+        let base = crate::host::corpus_recording();
         let mut sweep = base.clone();
         sweep.runs.clear();
         for (label, wall) in [("-j2", 10.0), ("-j4", 6.0), ("-j2", 11.0), ("-j4", 6.5)] {

@@ -34,3 +34,17 @@ pub(crate) fn test_scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("a scratch directory under target/");
     dir
 }
+
+/// The corpus recording the unit tests build on (two runs of memhog on
+/// 6.18, a v1 box): its path.
+#[cfg(test)]
+pub(crate) fn corpus_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus/recording/memhog-2runs.vmtrace.json")
+}
+
+/// The corpus recording, read.
+#[cfg(test)]
+pub(crate) fn corpus_recording() -> crate::model::recording::Recording {
+    crate::model::recording::Recording::read(&corpus_path()).expect("corpus recording")
+}

@@ -735,8 +735,7 @@ mod tests {
     /// recording left out.
     #[test]
     fn a_memory_sweep_joins_a_kernels_runs_under_size_labels() {
-        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
+        let corpus = crate::host::corpus_path();
         let dir = std::env::temp_dir().join(format!("vmtrace-merge-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut outcomes = Vec::new();
@@ -798,8 +797,7 @@ mod tests {
     /// apart are named by how they were given; neither is pooled.
     #[test]
     fn kernels_of_one_release_are_told_apart() {
-        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
+        let corpus = crate::host::corpus_path();
         let dir = std::env::temp_dir().join(format!("vmtrace-same-rel-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let outcome = |i: usize, spec: &str, label: Option<&str>| {

@@ -126,9 +126,7 @@ mod tests {
     use crate::model::report::{EntryPath, ReclaimEntries};
 
     fn recording(paths: Vec<EntryPath>) -> Recording {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/corpus/recording/memhog-2runs.vmtrace.json");
-        let mut rec = Recording::read(&path).expect("corpus recording");
+        let mut rec = crate::host::corpus_recording();
         for run in &mut rec.runs {
             run.report.reclaim_entries = Some(ReclaimEntries {
                 paths: paths.clone(),
