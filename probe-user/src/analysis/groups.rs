@@ -37,12 +37,8 @@ pub(super) fn differences(
             push_unique(&mut warnings, what);
         }
         for d in first.environment.differences(&rec.environment) {
-            if d.starts_with("vm.")
-                || d.starts_with("THP")
-                || d.starts_with("zswap")
-                || d.starts_with("MGLRU")
-            {
-                push_unique(&mut settings, d);
+            if d.key.is_setting() {
+                push_unique(&mut settings, d.to_string());
             } else {
                 push_unique(&mut warnings, format!("different machines: {d}"));
             }

@@ -116,6 +116,17 @@ mod tests {
         let mut other = env.clone();
         other.cpus += 1;
         assert_eq!(env.differences(&other).len(), 1);
+        // Typed: a different machine is a warning, a vm sysctl a setting.
+        use crate::model::recording::environment::EnvKey;
+        let d = &env.differences(&other)[0];
+        assert!(d.key == EnvKey::Cpus && !d.key.is_setting(), "{d:?}");
+        let mut tuned = env.clone();
+        tuned.vm_sysctls.insert("swappiness".into(), "x".into());
+        let mut base = env.clone();
+        base.vm_sysctls.insert("swappiness".into(), "60".into());
+        let d = &base.differences(&tuned)[0];
+        assert!(d.key.is_setting());
+        assert_eq!(d.to_string(), "vm.swappiness: 60 vs x");
     }
 
     #[test]

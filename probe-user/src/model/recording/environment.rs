@@ -292,55 +292,137 @@ impl Environment {
         self.boot_cmdline = line;
     }
 
-    /// The differences between two machines that make their runs hard to
-    /// compare, one line each (empty: comparable).
-    pub fn differences(&self, other: &Environment) -> Vec<String> {
+    /// The differences between two machines, each with its typed key
+    /// (empty: comparable).
+    pub fn differences(&self, other: &Environment) -> Vec<Difference> {
         let mut out = Vec::new();
-        let mut cmp = |what: &str, a: String, b: String| {
+        let mut cmp = |key: EnvKey, a: String, b: String| {
             if a != b {
-                out.push(format!("{what}: {a} vs {b}"));
+                out.push(Difference { key, a, b });
             }
         };
-        cmp("host", self.hostname.clone(), other.hostname.clone());
-        cmp("CPUs", self.cpus.to_string(), other.cpus.to_string());
-        cmp("CPU", self.cpu_model.clone(), other.cpu_model.clone());
+        cmp(EnvKey::Host, self.hostname.clone(), other.hostname.clone());
+        cmp(EnvKey::Cpus, self.cpus.to_string(), other.cpus.to_string());
         cmp(
-            "memory",
+            EnvKey::CpuModel,
+            self.cpu_model.clone(),
+            other.cpu_model.clone(),
+        );
+        cmp(
+            EnvKey::Memory,
             crate::model::units::human(self.mem_total_bytes),
             crate::model::units::human(other.mem_total_bytes),
         );
         for (k, v) in &self.vm_sysctls {
             if let Some(w) = other.vm_sysctls.get(k) {
-                cmp(&format!("vm.{k}"), v.clone(), w.clone());
+                cmp(EnvKey::VmSysctl(k.clone()), v.clone(), w.clone());
             }
         }
         let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
-        cmp("THP", opt(&self.thp_enabled), opt(&other.thp_enabled));
-        cmp("zswap", opt(&self.zswap_enabled), opt(&other.zswap_enabled));
-        cmp("MGLRU", opt(&self.mglru), opt(&other.mglru));
+        cmp(EnvKey::Thp, opt(&self.thp_enabled), opt(&other.thp_enabled));
+        cmp(
+            EnvKey::Zswap,
+            opt(&self.zswap_enabled),
+            opt(&other.zswap_enabled),
+        );
+        cmp(EnvKey::Mglru, opt(&self.mglru), opt(&other.mglru));
         // Unknown in older recordings: compared only where both know.
         if !self.mthp_enabled.is_empty() && !other.mthp_enabled.is_empty() {
             cmp(
-                "THP sizes (mTHP)",
+                EnvKey::MthpSizes,
                 mthp_line(&self.mthp_enabled),
                 mthp_line(&other.mthp_enabled),
             );
         }
         if let (Some(a), Some(b)) = (&self.job_fs, &other.job_fs) {
-            cmp("job file system", a.clone(), b.clone());
+            cmp(EnvKey::JobFs, a.clone(), b.clone());
         }
         if let (Some(a), Some(b)) = (&self.cpu_time_accounting, &other.cpu_time_accounting) {
-            cmp("interrupts", a.irq_line().into(), b.irq_line().into());
-            cmp("steal", a.steal_line().into(), b.steal_line().into());
+            cmp(EnvKey::Interrupts, a.irq_line().into(), b.irq_line().into());
+            cmp(EnvKey::Steal, a.steal_line().into(), b.steal_line().into());
         }
         if self.guest_storage.is_some() || other.guest_storage.is_some() {
             cmp(
-                "guest storage",
+                EnvKey::GuestStorage,
                 opt(&self.guest_storage),
                 opt(&other.guest_storage),
             );
         }
         out
+    }
+}
+
+/// What two recordings' machines differ in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EnvKey {
+    Host,
+    Cpus,
+    CpuModel,
+    Memory,
+    /// A vm.* sysctl, by its name after `vm.`.
+    VmSysctl(String),
+    Thp,
+    Zswap,
+    Mglru,
+    MthpSizes,
+    JobFs,
+    Interrupts,
+    Steal,
+    GuestStorage,
+}
+
+impl EnvKey {
+    /// As printed.
+    pub fn label(&self) -> String {
+        match self {
+            EnvKey::Host => "host".into(),
+            EnvKey::Cpus => "CPUs".into(),
+            EnvKey::CpuModel => "CPU".into(),
+            EnvKey::Memory => "memory".into(),
+            EnvKey::VmSysctl(k) => format!("vm.{k}"),
+            EnvKey::Thp => "THP".into(),
+            EnvKey::Zswap => "zswap".into(),
+            EnvKey::Mglru => "MGLRU".into(),
+            EnvKey::MthpSizes => "THP sizes (mTHP)".into(),
+            EnvKey::JobFs => "job file system".into(),
+            EnvKey::Interrupts => "interrupts".into(),
+            EnvKey::Steal => "steal".into(),
+            EnvKey::GuestStorage => "guest storage".into(),
+        }
+    }
+
+    /// A memory-management setting, the point of an A/B (compare lists it
+    /// as one), rather than a different machine (a warning).
+    pub fn is_setting(&self) -> bool {
+        match self {
+            EnvKey::VmSysctl(_)
+            | EnvKey::Thp
+            | EnvKey::Zswap
+            | EnvKey::Mglru
+            | EnvKey::MthpSizes => true,
+            EnvKey::Host
+            | EnvKey::Cpus
+            | EnvKey::CpuModel
+            | EnvKey::Memory
+            | EnvKey::JobFs
+            | EnvKey::Interrupts
+            | EnvKey::Steal
+            | EnvKey::GuestStorage => false,
+        }
+    }
+}
+
+/// One difference: `key: a vs b` when printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    pub key: EnvKey,
+    pub a: String,
+    pub b: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} vs {}", self.key.label(), self.a, self.b)
     }
 }
 
