@@ -283,10 +283,7 @@ pub struct MachineParts {
 
 pub fn machine_parts(r: &RunReport) -> Option<MachineParts> {
     let m = r.machine_cpu.as_ref()?;
-    let kswapd: f64 = r
-        .kswapd
-        .as_ref()
-        .map_or(0.0, |k| k.nodes.iter().map(|n| n.cpu_s.max(0.0)).sum());
+    let kswapd = r.kswapd.as_ref().map_or(0.0, |k| k.cpu_s());
     let steal = m.steal_s.max(0.0);
     let target = r.usage.user_s.max(0.0) + r.usage.sys_s.max(0.0);
     let tasks = m.user_s + m.nice_s + m.system_s;
@@ -455,10 +452,7 @@ pub(super) fn split(diff: f64, equiv: &[f64]) -> Split {
 /// elapsed second. None without the machine's CPU time.
 fn busy_s(r: &RunReport) -> Option<f64> {
     let m = r.machine_cpu.as_ref()?;
-    let kswapd: f64 = r
-        .kswapd
-        .as_ref()
-        .map_or(0.0, |k| k.nodes.iter().map(|n| n.cpu_s.max(0.0)).sum());
+    let kswapd = r.kswapd.as_ref().map_or(0.0, |k| k.cpu_s());
     let known = r.usage.user_s.max(0.0) + r.usage.sys_s.max(0.0) + kswapd;
     Some(m.busy_s().max(known))
 }

@@ -262,9 +262,7 @@ measures! {
             .map(|k| k.nodes.iter().map(|n| n.awake_s).sum())
     }),
     KswapdCpu => ("kswapd CPU", Seconds, Machine, |r| {
-        r.kswapd
-            .as_ref()
-            .map(|k| k.nodes.iter().map(|n| n.cpu_s).sum())
+        r.kswapd.as_ref().map(|k| k.cpu_s())
     }),
     // The machine's CPU time other than the target's (/proc/stat less
     // rusage and kswapd; analysis::attribution::machine_parts).

@@ -6,6 +6,7 @@ pub mod counters;
 pub mod entries;
 pub mod format;
 pub mod histogram;
+pub mod kswapd;
 pub mod membox;
 pub mod probes;
 pub mod profile;

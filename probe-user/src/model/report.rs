@@ -9,6 +9,7 @@ use vmtrace_common::{Hist, LruIsolate, LruShrinkActive, LruShrinkInactive};
 pub use crate::model::entries::{
     EntryPath, EntrySplit, KswapdWakePath, ReclaimEntries, entry_chain,
 };
+pub use crate::model::kswapd::{KswapdNodeReport, KswapdReport};
 pub use crate::model::membox::{BoxReport, CgroupVersion};
 pub use crate::model::swap_causes::{SwapArea, SwapCauses};
 pub use crate::model::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};
@@ -245,30 +246,6 @@ impl MachineCpu {
     pub fn busy_s(&self) -> f64 {
         self.user_s + self.nice_s + self.system_s + self.irq_s + self.softirq_s + self.steal_s
     }
-}
-
-/// kswapd over the run, system-wide (kswapd works for every task).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct KswapdReport {
-    pub nodes: Vec<KswapdNodeReport>,
-    /// Completed awake periods (wake to sleep), every node.
-    pub awake_periods: Option<Summary>,
-    /// `mm_vmscan_wakeup_kswapd` per node and zone.
-    pub wakeups: Vec<ZoneCount>,
-    /// Wakeups per allocation order (last: that order and above).
-    pub wakeup_orders: Vec<u64>,
-    /// Task names that woke kswapd most (at most 10).
-    pub wakers: Vec<NameCount>,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct KswapdNodeReport {
-    pub node: u32,
-    pub wakes: u64,
-    /// Awake time, including a period still open at the end (seconds).
-    pub awake_s: f64,
-    /// CPU time of this node's kswapd thread over the run (/proc stat).
-    pub cpu_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
