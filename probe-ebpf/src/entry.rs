@@ -3,13 +3,24 @@
 //! same for direct compaction; and who woke kswapd, for which zone.
 //!
 //! `entry_*_begin` (on the reclaim begin tracepoints, beside `reclaim`'s
-//! own programs) takes the target task's kernel stack once into
-//! `ENTRY_STACKS` (a stack-trace map: one id per distinct stack) and
-//! keeps its id, the allocation's GFP flags and order and a start stamp
-//! in the task's `TASK_SPANS` cell; `entry_*_end` adds the stall to the
+//! own programs) keeps the allocation's GFP flags and order and a start
+//! stamp in the task's `TASK_SPANS` cell; `entry_*_end` stamps the end,
+//! then takes the target task's kernel stack into `ENTRY_STACKS` (a
+//! stack-trace map: one id per distinct stack) and adds the stall to the
 //! (way, stack, GFP, order) cell of `RECLAIM_ENTRIES`, with its time on
 //! a CPU, runnable and blocked (the change of the task's `sched` split
 //! totals across the stall, 0 when the split is off).
+//!
+//! The stack is taken at the end, after every stamp: the unwind
+//! (microseconds) then lies outside each measured span. Taken at the
+//! begin, after the reclaim pair's own begin had stamped, it was inside
+//! the stall the histograms time and inside its on-CPU part (~9% of a
+//! 50 us memcg stall). The begin and end tracepoints sit in the same
+//! function (try_to_free_pages, try_to_free_mem_cgroup_pages; mm/vmscan.c
+//! 6.1-6.18), so the stack at the end has the callers the begin had. The
+//! programs on one tracepoint run in the order they were attached
+//! (the perf event's bpf_prog_array), and the loader attaches the
+//! reclaim pair's before these.
 //!
 //! Direct compaction has no end tracepoint of its own (and fexit and
 //! kprobes are not available everywhere): `entry_compact_way`
@@ -29,9 +40,9 @@
 //!
 //! Programs of their own, not code in the reclaim pair: `--no-stacks`
 //! leaves that pair as it is, and the bench costs each on its own. A
-//! stack is taken only at a reclaim's or a direct compaction's begin and
-//! at a kswapd wake-up (each one every few ms under pressure), never on
-//! a fault.
+//! stack is taken only at a reclaim's end, a direct compaction's way in
+//! (before its timed runs) and a kswapd wake-up (each one every few ms
+//! under pressure), never on a fault.
 
 use aya_ebpf::{
     helpers::generated::bpf_get_current_task_btf,
@@ -79,14 +90,14 @@ pub fn entry_memcg_begin(ctx: TracePointContext) -> u32 {
 }
 
 #[tracepoint]
-pub fn entry_direct_end(_ctx: TracePointContext) -> u32 {
-    end(EntryWay::Direct, SplitFamily::DirectReclaim);
+pub fn entry_direct_end(ctx: TracePointContext) -> u32 {
+    end(&ctx, EntryWay::Direct, SplitFamily::DirectReclaim);
     0
 }
 
 #[tracepoint]
-pub fn entry_memcg_end(_ctx: TracePointContext) -> u32 {
-    end(EntryWay::Memcg, SplitFamily::MemcgReclaim);
+pub fn entry_memcg_end(ctx: TracePointContext) -> u32 {
+    end(&ctx, EntryWay::Memcg, SplitFamily::MemcgReclaim);
     0
 }
 
@@ -125,8 +136,8 @@ pub fn entry_compaction_begin(_ctx: TracePointContext) -> u32 {
 }
 
 #[tracepoint]
-pub fn entry_compaction_end(_ctx: TracePointContext) -> u32 {
-    end(EntryWay::Compaction, SplitFamily::Compaction);
+pub fn entry_compaction_end(ctx: TracePointContext) -> u32 {
+    end(&ctx, EntryWay::Compaction, SplitFamily::Compaction);
     0
 }
 
@@ -161,11 +172,7 @@ fn begin(ctx: &TracePointContext, way: EntryWay, order: Field, gfp: Field) {
         count(Counter::SpanStartDropped, 1);
         return;
     };
-    // Stamped before the stack is taken: the unwind (microseconds, more
-    // on a busy machine) is vmtrace's cost, not the stall's, and the
-    // reclaim pair's own begin stamps before it too.
     let start_ns = now_ns();
-    let stack_id = stack(ctx);
     // The split's totals now: the stall's parts are their change up to
     // its end (whichever of this and the reclaim pair runs first).
     let family = match way {
@@ -174,7 +181,8 @@ fn begin(ctx: &TracePointContext, way: EntryWay, order: Field, gfp: Field) {
     };
     let split = spans.split.totals_now(family, start_ns);
     let e = &mut spans.entry;
-    e.stack_id = stack_id;
+    // Taken at the end (`end`), outside the stall.
+    e.stack_id = ENTRY_STACK_LOST;
     e.context = way as u32;
     e.gfp = tracepoint_field(ctx, gfp) as u32;
     e.order = tracepoint_field(ctx, order) as u32;
@@ -225,9 +233,11 @@ fn in_direct_compaction() -> bool {
 }
 
 /// The stall of the way `way` (timed since its stamp) ends: it goes to
-/// the way's cell, with the change of `family`'s split totals.
+/// the way's cell, with the change of `family`'s split totals. A
+/// reclaim's stack is taken here, after the end is stamped; a direct
+/// compaction's was taken at its way in.
 #[inline(always)]
-fn end(way: EntryWay, family: SplitFamily) {
+fn end(ctx: &TracePointContext, way: EntryWay, family: SplitFamily) {
     let Some(spans) = TASK_SPANS.current_if_any() else {
         return;
     };
@@ -237,9 +247,13 @@ fn end(way: EntryWay, family: SplitFamily) {
     }
     let now = now_ns();
     let split = spans.split.totals_now(family, now);
+    let stack_id = match way {
+        EntryWay::Direct | EntryWay::Memcg => stack(ctx),
+        EntryWay::Compaction | EntryWay::KswapdWake => spans.entry.stack_id,
+    };
     let e = &spans.entry;
     let key = EntryKey {
-        stack_id: e.stack_id,
+        stack_id,
         context: e.context,
         gfp: e.gfp,
         order: e.order,
@@ -284,8 +298,8 @@ fn add(key: &EntryKey, stall: u64, then: &SplitTotals, now: &SplitTotals) {
         // Off the CPU: what the scheduler booked across the stall. The
         // rest of the stall was on a CPU: also the stretches outside the
         // split's own span (this program's stamps on either side of the
-        // reclaim pair's, the stack walk), since a task cannot leave the
-        // CPU inside a tracepoint.
+        // reclaim pair's), since a task cannot leave the CPU inside a
+        // tracepoint.
         let runnable = now.runnable_ns.saturating_sub(then.runnable_ns).min(stall);
         let blocked = now
             .blocked_ns

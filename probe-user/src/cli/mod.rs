@@ -366,13 +366,13 @@ task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
     )]
     pub page_alloc: bool,
 
-    /// Take no kernel stacks at reclaim begins: no "where reclaim was
+    /// Take no kernel stacks at reclaim ends: no "where reclaim was
     /// entered" section
     #[arg(
         long,
-        long_help = "Take no kernel stacks at reclaim begins, so no \"where reclaim \
+        long_help = "Take no kernel stacks at reclaim ends, so no \"where reclaim \
 was entered\" section. By default each direct or memcg reclaim of the traced tasks \
-takes its kernel stack once, at its begin (bpf_get_stackid into a stack-trace \
+takes its kernel stack once, at its end, after the stall is timed (bpf_get_stackid into a stack-trace \
 map), with the allocation's GFP flags and order, and its stall is added to that \
 path's row: a reclaim comes every few ms under pressure, and no fault pays \
 anything. See docs/BENCHMARKS.md for the reclaim begin's cost with and without."

@@ -14,7 +14,7 @@ pub struct ProbeOptions {
     pub fault_latency: bool,
     /// Count page allocations per zone (a hot path).
     pub page_alloc: bool,
-    /// `--no-stacks`: no kernel stacks at reclaim begins (no "where
+    /// `--no-stacks`: no kernel stacks at reclaim ends (no "where
     /// reclaim was entered").
     pub no_stacks: bool,
     /// Report each program's runs and run time (kernel.bpf_stats_enabled).

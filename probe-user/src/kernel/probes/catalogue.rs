@@ -166,7 +166,7 @@ pub enum OptIn {
     PageAlloc,
     /// Following a process tree: `attach --pid/--comm` (not a flag).
     FollowForks,
-    /// Kernel stacks at reclaim begins: asked for unless `--no-stacks`.
+    /// Kernel stacks at reclaim ends: asked for unless `--no-stacks`.
     ReclaimStacks,
 }
 

@@ -178,7 +178,7 @@ pub struct Layout {
     /// Keep reclaim stalls per cgroup (`attach --serve`), for at most
     /// this many cgroups (besides the overflow row).
     pub max_cgroups: Option<u32>,
-    /// Kernel stacks at reclaim begins (`reclaim_entries`): the stack
+    /// Kernel stacks at reclaim ends (`reclaim_entries`): the stack
     /// map (~4 MB, preallocated) and the entries table get their full
     /// size only then.
     pub entry_stacks: bool,
