@@ -16,50 +16,45 @@ use anyhow::{Context, Result};
 
 use crate::model::recording::Recording;
 
-/// The formats `vmtrace export --format` writes: one enum, matched
-/// exhaustively wherever a format decides something, so a new format
-/// does not compile until it is rendered, named and checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    Text,
-    Json,
-    Csv,
-    SeriesCsv,
-    Hlog,
-    Folded,
-    Flamegraph,
-    Svg,
-    Png,
+/// The formats, each once: the enum, `ALL` (what `--format` offers) and
+/// the names come from this one list, so none is left out of another.
+macro_rules! export_formats {
+    ($($variant:ident => $name:literal,)*) => {
+        /// The formats `vmtrace export --format` writes: one enum, matched
+        /// exhaustively wherever a format decides something, so a new
+        /// format does not compile until it is rendered and checked.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum ExportFormat {
+            $($variant,)*
+        }
+
+        impl ExportFormat {
+            pub const ALL: [ExportFormat; [$(ExportFormat::$variant,)*].len()] =
+                [$(ExportFormat::$variant,)*];
+
+            /// As given to `--format`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ExportFormat::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+export_formats! {
+    Text => "text",
+    Json => "json",
+    Csv => "csv",
+    SeriesCsv => "series-csv",
+    Hlog => "hlog",
+    Folded => "folded",
+    Flamegraph => "flamegraph",
+    Svg => "svg",
+    Png => "png",
 }
 
 impl ExportFormat {
-    pub const ALL: [ExportFormat; 9] = [
-        ExportFormat::Text,
-        ExportFormat::Json,
-        ExportFormat::Csv,
-        ExportFormat::SeriesCsv,
-        ExportFormat::Hlog,
-        ExportFormat::Folded,
-        ExportFormat::Flamegraph,
-        ExportFormat::Svg,
-        ExportFormat::Png,
-    ];
-
-    /// As given to `--format`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExportFormat::Text => "text",
-            ExportFormat::Json => "json",
-            ExportFormat::Csv => "csv",
-            ExportFormat::SeriesCsv => "series-csv",
-            ExportFormat::Hlog => "hlog",
-            ExportFormat::Folded => "folded",
-            ExportFormat::Flamegraph => "flamegraph",
-            ExportFormat::Svg => "svg",
-            ExportFormat::Png => "png",
-        }
-    }
-
     /// Several recordings drawn over each other (the plots), or one.
     pub fn overlays(self) -> bool {
         match self {
@@ -117,4 +112,16 @@ pub fn check(recs: &[&Recording], format: ExportFormat) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_has_a_name_of_its_own() {
+        let names: std::collections::BTreeSet<&str> =
+            ExportFormat::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names.len(), ExportFormat::ALL.len());
+    }
 }
