@@ -25,10 +25,6 @@ pub struct Child {
 }
 
 impl Child {
-    pub fn pid(&self) -> u32 {
-        self.pid as u32
-    }
-
     /// Waits up to 2 s for the child to end, then sends SIGKILL (which
     /// needs CAP_KILL, dropped by then in most cases: the child then
     /// ends when this process does, with its socket) and reaps what it

@@ -34,7 +34,12 @@ pub fn stream(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()
         return Ok(());
     }
     let mut out = io::BufWriter::new(io::stdout().lock());
-    match f(&mut out).and_then(|()| out.flush()) {
+    quiet_if_closed(f(&mut out).and_then(|()| out.flush()))
+}
+
+/// A write's result, with a closed pipe made Ok and remembered.
+fn quiet_if_closed(r: io::Result<()>) -> io::Result<()> {
+    match r {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
             CLOSED.store(true, Ordering::Relaxed);
             Ok(())
@@ -52,13 +57,7 @@ fn write_to(out: &mut impl Write, text: &str) -> io::Result<()> {
     if closed() {
         return Ok(());
     }
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-            CLOSED.store(true, Ordering::Relaxed);
-            Ok(())
-        }
-        r => r,
-    }
+    quiet_if_closed(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
 #[cfg(test)]

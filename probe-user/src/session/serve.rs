@@ -136,11 +136,6 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// The server process (unprivileged).
-    pub fn pid(&self) -> u32 {
-        self.child.pid()
-    }
-
     /// Relays the child's scrapes on `rt`: they arrive on the returned
     /// channel, which closes when the child is gone.
     pub fn scrapes(&mut self, rt: &tokio::runtime::Runtime) -> Result<mpsc::Receiver<Scrape>> {

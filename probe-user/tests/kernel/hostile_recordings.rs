@@ -40,7 +40,12 @@ fn vm_hwm(pid: i32) -> u64 {
     if exe.is_none() || exe == std::env::current_exe().ok() {
         return 0;
     }
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    hwm_of(&format!("/proc/{pid}/status"))
+}
+
+/// VmHWM of a /proc status file, in bytes (0 when unreadable).
+fn hwm_of(status: &str) -> u64 {
+    std::fs::read_to_string(status)
         .ok()
         .and_then(|s| {
             s.lines()
@@ -131,14 +136,7 @@ const MIB: u64 = 1 << 20;
 
 /// This process's peak RSS (VmHWM of /proc/self/status), in bytes.
 fn self_high_water() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    hwm_of("/proc/self/status")
 }
 
 /// A refusal: exit 1, one line naming the file and `want`, in little
