@@ -17,7 +17,7 @@ use aya_ebpf::{
 };
 use vmtrace_common::{CgroupStalls, Counter, MAX_CGROUPS, cgroup_bucket};
 
-use crate::shared::count;
+use crate::rare::count_rare;
 
 /// Whether the per-cgroup table is kept (written by userspace).
 #[unsafe(no_mangle)]
@@ -56,7 +56,11 @@ pub fn add_stall(memcg: bool, stall_ns: u64) {
             match CGROUP_STALLS.get_ptr_mut(&id) {
                 Some(row) => row,
                 None => {
-                    count(Counter::CgroupStallsFolded, 1);
+                    count_rare!(
+                        Counter::CgroupStallsFolded,
+                        "CGROUP_STALLS full, cgroup",
+                        id
+                    );
                     match CGROUP_STALLS.get_ptr_mut(&0) {
                         Some(row) => row,
                         None => return,

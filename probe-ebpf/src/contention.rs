@@ -44,6 +44,7 @@ use aya_ebpf::{
 use vmtrace_common::{Counter, CpuWaiters, Holder, MAX_CPUS};
 
 use crate::{
+    rare::count_rare,
     shared::{count, field, in_target, now_ns, target},
     task::{TASK_SPANS, TaskSpans},
 };
@@ -248,7 +249,7 @@ fn mark_target(task: *mut c_void) {
     }
     match TASK_SPANS.of(task, BPF_LOCAL_STORAGE_GET_F_CREATE.into()) {
         Some(cell) => cell.target_verdict = VERDICT_TARGET,
-        None => count(Counter::SpanStartDropped, 1),
+        None => count_rare!(Counter::SpanStartDropped, "target mark"),
     }
 }
 

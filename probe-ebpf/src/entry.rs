@@ -56,8 +56,9 @@ use vmtrace_common::{
 };
 
 use crate::{
-    shared::{count, field, in_target, now_ns, tracepoint_field},
-    task::TASK_SPANS,
+    rare::count_rare,
+    shared::{field, in_target, now_ns, tracepoint_field},
+    task::{Entry, TASK_SPANS},
 };
 
 /// Kernel stacks at reclaim begins (sized by userspace: 1 entry when
@@ -109,7 +110,7 @@ pub fn entry_compact_way(ctx: TracePointContext) -> u32 {
         return 0;
     }
     let Some(spans) = TASK_SPANS.current() else {
-        count(Counter::SpanStartDropped, 1);
+        count_rare!(Counter::SpanStartDropped, "compaction entry");
         return 0;
     };
     let e = &mut spans.entry;
@@ -169,7 +170,7 @@ fn begin(ctx: &TracePointContext, way: EntryWay, order: Field, gfp: Field) {
         return;
     }
     let Some(spans) = TASK_SPANS.current() else {
-        count(Counter::SpanStartDropped, 1);
+        count_rare!(Counter::SpanStartDropped, "reclaim entry");
         return;
     };
     let start_ns = now_ns();
@@ -195,8 +196,8 @@ fn begin(ctx: &TracePointContext, way: EntryWay, order: Field, gfp: Field) {
 fn stack(ctx: &TracePointContext) -> i32 {
     match ctx.get_stackid(&ENTRY_STACKS, 0) {
         Ok(id) => id as i32,
-        Err(_) => {
-            count(Counter::EntryStacksLost, 1);
+        Err(e) => {
+            count_rare!(Counter::EntryStacksLost, "ENTRY_STACKS errno", -e);
             ENTRY_STACK_LOST
         }
     }
@@ -280,7 +281,7 @@ fn add(key: &EntryKey, stall: u64, then: &SplitTotals, now: &SplitTotals) {
             match RECLAIM_ENTRIES.get_ptr_mut(key) {
                 Some(cell) => cell,
                 None => {
-                    count(Counter::EntriesFull, 1);
+                    count_rare!(Counter::EntriesFull, "RECLAIM_ENTRIES full");
                     return;
                 }
             }
@@ -315,19 +316,3 @@ fn add(key: &EntryKey, stall: u64, then: &SplitTotals, now: &SplitTotals) {
 }
 
 const BPF_NOEXIST: u64 = 1;
-
-/// The way into the reclaim or direct compaction the task is in
-/// (`TaskSpans::entry`); `start_ns` 0: not timing a stall now.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct Entry {
-    pub start_ns: u64,
-    pub stack_id: i32,
-    pub context: u32,
-    pub gfp: u32,
-    pub order: u32,
-    /// The task's split totals of the context's family at the begin
-    /// (on-CPU is the rest of the stall).
-    pub runnable_ns: u64,
-    pub blocked_ns: u64,
-}

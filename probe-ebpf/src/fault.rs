@@ -25,7 +25,10 @@ use vmtrace_common::{
     Counter, Field, Fields, Hist, MAX_PROCESSES, MAX_TASKS_IN_FAULT, ProcFaultTime, ProcFaults,
 };
 
-use crate::shared::{count, current_tid, fields, in_target, now_ns, record};
+use crate::{
+    rare::count_rare,
+    shared::{count, current_tid, fields, in_target, now_ns, record},
+};
 
 /// Fault time of the target's processes, by tgid (--fault-latency).
 #[map]
@@ -83,7 +86,7 @@ pub fn page_fault_user(_ctx: BtfTracePointContext) -> i32 {
         Some(start) => unsafe { *start = now },
         None => {
             if FAULT_START.insert(&tid, &now, 0).is_err() {
-                count(Counter::FaultStartDropped, 1);
+                count_rare!(Counter::FaultStartDropped, "FAULT_START full");
             }
         }
     }
@@ -114,7 +117,7 @@ fn add_delays(f: &Fields, delays: *const u8, limit: u64) {
         return;
     }
     if delays.is_null() {
-        count(Counter::DelayUntracked, 1);
+        count_rare!(Counter::DelayUntracked, "task->delays NULL");
         return;
     }
     // One call per field, not a loop over a table: with seven entries
@@ -169,7 +172,7 @@ fn delay_limit(start_time: u64) -> u64 {
 #[inline(always)]
 fn add_delay(counter: Counter, ns: u64, limit: u64) {
     if ns > limit {
-        count(Counter::DelayImplausible, 1);
+        count_rare!(Counter::DelayImplausible, "ns", ns);
         count(Counter::DelayImplausibleNs, ns);
     } else {
         count(counter, ns);

@@ -11,7 +11,10 @@ use vmtrace_common::{
     Counter, Hist, KswapdNode, MAX_NODES, MAX_WAKERS, MAX_ZONES, ORDERS, zone_cell,
 };
 
-use crate::shared::{count, field, now_ns, record, tracepoint_field};
+use crate::{
+    rare::count_rare,
+    shared::{count, field, now_ns, record, tracepoint_field},
+};
 
 /// Per node: wakes, sleeps, total awake time.
 #[map]
@@ -38,7 +41,7 @@ static KSWAPD_WAKERS: LruHashMap<[u8; 16], u64> = LruHashMap::with_max_entries(M
 pub fn kswapd_wake(ctx: TracePointContext) -> u32 {
     let nid = tracepoint_field(&ctx, field!(kswapd_wake_nid)) as u32;
     if nid >= MAX_NODES {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(Counter::NodeOutOfRange, "kswapd_wake node", nid);
         return 0;
     }
     if let Some(node) = KSWAPD_NODES.get_ptr_mut(nid) {
@@ -62,7 +65,7 @@ pub fn kswapd_wake(ctx: TracePointContext) -> u32 {
 pub fn kswapd_sleep(ctx: TracePointContext) -> u32 {
     let nid = tracepoint_field(&ctx, field!(kswapd_sleep_nid)) as u32;
     if nid >= MAX_NODES {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(Counter::NodeOutOfRange, "kswapd_sleep node", nid);
         return 0;
     }
     let Some(since) = KSWAPD_AWAKE_SINCE.get_ptr_mut(nid) else {
@@ -92,7 +95,13 @@ pub fn wakeup_kswapd(ctx: TracePointContext) -> u32 {
     let nid = tracepoint_field(&ctx, field!(wakeup_kswapd_nid)) as u32;
     let zid = tracepoint_field(&ctx, field!(wakeup_kswapd_zid)) as u32;
     if nid >= MAX_NODES || zid >= MAX_ZONES {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(
+            Counter::NodeOutOfRange,
+            "wakeup_kswapd node",
+            nid,
+            "zone",
+            zid
+        );
         return 0;
     }
     if let Some(cell) = KSWAPD_WAKEUPS.get_ptr_mut(zone_cell(nid, zid)) {

@@ -20,7 +20,8 @@ use vmtrace_common::{
 };
 
 use crate::{
-    shared::{count, field, tracepoint_field},
+    rare::count_rare,
+    shared::{field, tracepoint_field},
     task::TASK_SPANS,
 };
 
@@ -50,7 +51,13 @@ pub fn lru_isolate(ctx: TracePointContext) -> u32 {
     let zone = rd(field!(lru_isolate_highest_zoneidx)) as u32;
     let lru = rd(field!(lru_isolate_lru)) as u32;
     if zone >= MAX_ZONES || lru >= LRU_LISTS {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(
+            Counter::NodeOutOfRange,
+            "lru_isolate zone",
+            zone,
+            "lru",
+            lru
+        );
         return 0;
     }
     if let Some(cell) = LRU_ISOLATE.get_ptr_mut(isolate_cell(zone, lru)) {
@@ -70,7 +77,7 @@ pub fn lru_shrink_inactive(ctx: TracePointContext) -> u32 {
     let rd = |f: Field| tracepoint_field(&ctx, f);
     let nid = rd(field!(lru_shrink_inactive_nid)) as u32;
     if nid >= MAX_NODES {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(Counter::NodeOutOfRange, "lru_shrink node", nid);
         return 0;
     }
     let context = context();
@@ -105,7 +112,7 @@ pub fn lru_shrink_active(ctx: TracePointContext) -> u32 {
     let rd = |f: Field| tracepoint_field(&ctx, f);
     let nid = rd(field!(lru_shrink_active_nid)) as u32;
     if nid >= MAX_NODES {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(Counter::NodeOutOfRange, "lru_shrink node", nid);
         return 0;
     }
     let lru = lru_type(rd(field!(lru_shrink_active_reclaim_flags)));

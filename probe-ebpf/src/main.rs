@@ -22,7 +22,9 @@
 //! - `contention`: who held the CPU while a target task waited for it;
 //! - `profile`: the job's kernel stacks sampled on the CPU clock;
 //! - `task`: per-task span stamps (task-local storage);
-//! - `cgroup`: reclaim stalls per cgroup (`attach --serve`).
+//! - `cgroup`: reclaim stalls per cgroup (`attach --serve`);
+//! - `rare`: what the programs could not measure, counted, and logged
+//!   with `--debug-probes`.
 //!
 //! Field offsets of classic tracepoints are not compiled in: userspace reads
 //! them from the running kernel's tracefs `format` files and writes them to
@@ -44,6 +46,7 @@ mod kswapd;
 mod lru;
 mod oom;
 mod profile;
+mod rare;
 mod reclaim;
 mod sched;
 mod shared;

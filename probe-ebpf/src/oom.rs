@@ -21,8 +21,9 @@ use aya_ebpf::{
 use vmtrace_common::{Counter, Hist, MAX_NODES, MAX_ZONES, OomVictim, zone_cell};
 
 use crate::{
+    rare::count_rare,
     shared::{count, field, in_target, now_ns, record, tracepoint_field, tracepoint_str},
-    task::{since_stamp, stamp},
+    task::{Span, since_stamp, stamp},
 };
 
 /// Room for about 80 victims between two reads.
@@ -33,7 +34,7 @@ static OOM_VICTIMS: RingBuf = RingBuf::with_byte_size(8192, 0);
 pub fn mark_victim(ctx: TracePointContext) -> u32 {
     count(Counter::OomVictims, 1);
     let Some(mut entry) = OOM_VICTIMS.reserve::<OomVictim>(0) else {
-        count(Counter::OomRecordsDropped, 1);
+        count_rare!(Counter::OomRecordsDropped, "OOM_VICTIMS full");
         return 0;
     };
     let mut v = OomVictim {
@@ -64,7 +65,13 @@ pub fn reclaim_retry_zone(ctx: TracePointContext) -> u32 {
     let node = tracepoint_field(&ctx, field!(reclaim_retry_zone_node)) as u32;
     let zone = tracepoint_field(&ctx, field!(reclaim_retry_zone_zone_idx)) as u32;
     if node >= MAX_NODES || zone >= MAX_ZONES {
-        count(Counter::NodeOutOfRange, 1);
+        count_rare!(
+            Counter::NodeOutOfRange,
+            "reclaim_retry_zone node",
+            node,
+            "zone",
+            zone
+        );
         return 0;
     }
     if let Some(cell) = RECLAIM_RETRY_ZONE.get_ptr_mut(zone_cell(node, zone)) {
@@ -85,7 +92,7 @@ pub fn wake_reaper(_ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn start_task_reaping(_ctx: TracePointContext) -> u32 {
     count(Counter::OomReapStarts, 1);
-    stamp(|s| &mut s.reap_start_ns);
+    stamp(Span::OomReap, |s| &mut s.reap_start_ns);
     0
 }
 

@@ -20,7 +20,10 @@ use aya_ebpf::{
 };
 use vmtrace_common::{Counter, MAX_PROFILE_STACKS};
 
-use crate::shared::{count, in_target};
+use crate::{
+    rare::count_rare,
+    shared::{count, in_target},
+};
 
 /// Kernel stacks of target samples (sized by userspace: 1 entry when
 /// the profile is off).
@@ -45,7 +48,7 @@ pub fn profile(ctx: PerfEventContext) -> u32 {
     match ctx.get_stackid(&PROFILE_STACKS, 0) {
         Ok(id) => add(id as i32),
         Err(e) if e == -EFAULT => count(Counter::ProfileUserSamples, 1),
-        Err(_) => count(Counter::ProfileStacksLost, 1),
+        Err(e) => count_rare!(Counter::ProfileStacksLost, "PROFILE_STACKS errno", -e),
     }
     0
 }
@@ -61,7 +64,7 @@ fn add(id: i32) {
             match PROFILE.get_ptr_mut(&id) {
                 Some(cell) => cell,
                 None => {
-                    count(Counter::ProfileStacksLost, 1);
+                    count_rare!(Counter::ProfileStacksLost, "PROFILE full");
                     return;
                 }
             }

@@ -33,6 +33,7 @@ use vmtrace_common::{
 };
 
 use crate::{
+    rare::count_rare,
     shared::{count, field, now_ns, record, tracepoint_field},
     task::TASK_SPANS,
 };
@@ -74,7 +75,7 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
     // SAFETY: the current task is valid for the program's run.
     let task = unsafe { bpf_get_current_task_btf() };
     let Some(spans) = TASK_SPANS.of(task.cast(), BPF_LOCAL_STORAGE_GET_F_CREATE.into()) else {
-        count(Counter::ReclaimStartDropped, 1);
+        count_rare!(Counter::ReclaimStartDropped, "no TASK_SPANS cell");
         return;
     };
     let target = crate::target::in_target_cached(task as *const u8, spans);
@@ -92,12 +93,12 @@ fn begin(ctx: &TracePointContext, context: ReclaimContext, order: Field) {
 #[inline(always)]
 fn end(ctx: &TracePointContext, nr_reclaimed: Field) {
     let Some(spans) = TASK_SPANS.current_if_any() else {
-        count(Counter::ReclaimEndUnmatched, 1);
+        count_rare!(Counter::ReclaimEndUnmatched, "no TASK_SPANS cell");
         return;
     };
     let start_ns = core::mem::replace(&mut spans.reclaim_start_ns, 0);
     if start_ns == 0 {
-        count(Counter::ReclaimEndUnmatched, 1);
+        count_rare!(Counter::ReclaimEndUnmatched, "not stamped");
         return;
     }
     let now = now_ns();

@@ -56,8 +56,9 @@ use vmtrace_common::{Counter, MAX_IO_WAITS, SplitFamily, SplitPart, SplitTotals,
 
 use crate::{
     contention,
-    shared::{count, count_all, field, in_target, now_ns},
-    task::TASK_SPANS,
+    rare::count_rare,
+    shared::{count_all, field, in_target, now_ns},
+    task::{Split, TASK_SPANS},
 };
 
 /// What a task with an open split is doing since `mark_ns`.
@@ -65,52 +66,6 @@ const ON_CPU: u32 = 0;
 const RUNNABLE: u32 = 1;
 const BLOCKED: u32 = 2;
 const IOWAIT: u32 = 3;
-
-/// The current task's split: the open span (`mark_ns` 0: none), the
-/// run_delay bookkeeping, and the running totals per family.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct Split {
-    pub mark_ns: u64,
-    pub state: u32,
-    /// The `SplitFamily` of the open span.
-    pub family: u32,
-    /// `sched_info.run_delay` when the open span opened (read at its
-    /// first switch-out: `switched` 1 from then on), or when the closed
-    /// span of `pending_family` opened (`pending` 1: its change is read
-    /// at the task's next switch-out).
-    pub run_delay_ns: u64,
-    pub switched: u32,
-    pub pending: u32,
-    pub pending_family: u32,
-    /// The CPU + 1 the task waits on as a target waiter (`contention`),
-    /// 0 when it does not.
-    pub wait_cpu: u32,
-    /// Per family, `SplitFamily::index`.
-    pub totals: [SplitTotals; SplitFamily::COUNT as usize],
-}
-
-impl Split {
-    /// The totals of `family` (a `SplitFamily` as u32).
-    #[inline(always)]
-    pub fn totals_of(&mut self, family: u32) -> Option<&mut SplitTotals> {
-        // Bounded for the verifier: the families are 1..=COUNT.
-        self.totals.get_mut((family as usize).wrapping_sub(1))
-    }
-
-    /// `family`'s totals as of `now`, the open span's stretch so far
-    /// included (the task is on a CPU: it is running this).
-    #[inline(always)]
-    pub fn totals_now(&mut self, family: SplitFamily, now: u64) -> SplitTotals {
-        let open = self.mark_ns != 0 && self.family == family as u32;
-        let since = now.saturating_sub(self.mark_ns);
-        let mut t = self.totals_of(family as u32).copied().unwrap_or_default();
-        if open {
-            t.on_cpu_ns += since;
-        }
-        t
-    }
-}
 
 /// Open I/O-wait sleeps of target threads: `task_struct` address ->
 /// start. Keyed by the address so that the wake-up needs no read of the
@@ -351,7 +306,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
             now = now_ns();
         }
         if IO_WAITS.insert(&(prev as u64), &now, 0).is_err() {
-            count(Counter::IoWaitDropped, 1);
+            count_rare!(Counter::IoWaitDropped, "IO_WAITS full");
         }
     }
     // A memory stall outside the spans (which book their own sleeps):
@@ -361,7 +316,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
             now = now_ns();
         }
         if MEMSTALLS.insert(&(prev as u64), &now, 0).is_err() {
-            count(Counter::MemstallDropped, 1);
+            count_rare!(Counter::MemstallDropped, "MEMSTALLS full");
         }
     }
     if let Some(spans) = next_cell.as_deref_mut()
@@ -371,7 +326,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
             now = now_ns();
         }
         if spans.split.state == BLOCKED || spans.split.state == IOWAIT {
-            count(Counter::SplitWakeupMissed, 1);
+            count_rare!(Counter::SplitWakeupMissed);
         }
         advance(&mut spans.split, ON_CPU, now);
     }

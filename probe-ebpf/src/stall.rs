@@ -12,8 +12,9 @@ use aya_ebpf::{
 use vmtrace_common::{Counter, Hist, SplitFamily, THROTTLE_REASONS};
 
 use crate::{
+    rare::count_rare,
     shared::{count, field, in_target, now_ns, record, tracepoint_field},
-    task::{TASK_SPANS, since_stamp, stamp},
+    task::{Span, TASK_SPANS, since_stamp, stamp},
 };
 
 /// Throttling events of target tasks per reason bit.
@@ -22,7 +23,7 @@ static THROTTLE_REASON: PerCpuArray<u64> = PerCpuArray::with_max_entries(THROTTL
 
 #[tracepoint]
 pub fn shrink_slab_start(_ctx: TracePointContext) -> u32 {
-    stamp(|s| &mut s.slab_start_ns);
+    stamp(Span::Slab, |s| &mut s.slab_start_ns);
     0
 }
 
@@ -64,7 +65,7 @@ pub fn compaction_begin(_ctx: TracePointContext) -> u32 {
     count(Counter::CompactionsAll, 1);
     if in_target() {
         let Some(spans) = TASK_SPANS.current() else {
-            count(Counter::SpanStartDropped, 1);
+            count_rare!(Counter::SpanStartDropped, "compaction");
             return 0;
         };
         let now = now_ns();

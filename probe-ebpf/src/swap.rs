@@ -16,7 +16,10 @@ use vmtrace_common::{
     SwapExtents,
 };
 
-use crate::shared::{count, count_all, field, now_ns, record, tracepoint_field};
+use crate::{
+    rare::count_rare,
+    shared::{count, field, now_ns, record, tracepoint_field},
+};
 
 #[tracepoint]
 pub fn write_folio(ctx: TracePointContext) -> u32 {
@@ -143,7 +146,7 @@ pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
         return 0;
     }
     let Some(cell) = slot(rq).and_then(|i| SWAP_IO.get_ptr_mut(i)) else {
-        count(Counter::SwapIoStartDropped, 1);
+        count_rare!(Counter::SwapIoStartDropped, "no SWAP_IO slot");
         return 0;
     };
     // SAFETY: a live array slot; only this request's issue and
@@ -155,10 +158,8 @@ pub fn block_rq_issue(ctx: BtfTracePointContext) -> i32 {
     // Anything else left in the slot is an issue whose completion was
     // not seen: a pairing error, counted.
     if cell.start_ns != 0 && (cell.rq != rq || cell.sector != sector) {
-        count_all([
-            (Counter::SwapIoUnpaired, 1),
-            (Counter::SwapIoUnpairedSectors, cell.nr_sector as u64),
-        ]);
+        count_rare!(Counter::SwapIoUnpaired, "slot reused, sector", cell.sector);
+        count(Counter::SwapIoUnpairedSectors, cell.nr_sector as u64);
     }
     *cell = IoStart {
         start_ns: now_ns(),
@@ -187,10 +188,12 @@ pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
     let start = *cell;
     cell.start_ns = 0;
     if start.sector != member(rq, field!(request_sector)) {
-        count_all([
-            (Counter::SwapIoUnpaired, 1),
-            (Counter::SwapIoUnpairedSectors, start.nr_sector as u64),
-        ]);
+        count_rare!(
+            Counter::SwapIoUnpaired,
+            "completed elsewhere, sector",
+            start.sector
+        );
+        count(Counter::SwapIoUnpairedSectors, start.nr_sector as u64);
         return 0;
     }
     let took = now_ns().saturating_sub(start.start_ns);

@@ -7,6 +7,7 @@ use aya_ebpf::{macros::tracepoint, programs::TracePointContext};
 use vmtrace_common::Counter;
 
 use crate::{
+    rare::count_rare,
     shared::{TARGET_PIDS, count, current_tid, field, in_target, target, tracepoint_field},
     task::TaskSpans,
 };
@@ -28,7 +29,7 @@ pub fn target_fork(ctx: TracePointContext) -> u32 {
         return 0;
     }
     if TARGET_PIDS.insert(&child, &1, 0).is_err() {
-        count(Counter::TargetPidsFull, 1);
+        count_rare!(Counter::TargetPidsFull, "TARGET_PIDS full, child", child);
     } else {
         count(Counter::TargetForks, 1);
     }

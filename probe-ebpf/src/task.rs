@@ -1,6 +1,9 @@
 //! Per-task state in task-local storage (BPF_MAP_TYPE_TASK_STORAGE): the
 //! start stamps of the spans vmtrace times per task (a direct or memcg
-//! reclaim, a shrinker call, a compaction run).
+//! reclaim, a shrinker call, a compaction run), and the parts of the
+//! cell that `sched` (`Split`) and `entry` (`Entry`) keep there. The
+//! cell's whole layout is here: those modules use this one, never the
+//! other way round.
 //!
 //! A hash keyed by thread id costs an insert and a delete per span (a
 //! bucket lock and an element taken from and returned to a free list:
@@ -21,9 +24,9 @@ use aya_ebpf::{
     helpers::generated::{bpf_get_current_task_btf, bpf_task_storage_get},
     macros::btf_map,
 };
-use vmtrace_common::{Counter, StallTotals};
+use vmtrace_common::{Counter, SplitFamily, SplitTotals, StallTotals};
 
-use crate::shared::{count, now_ns};
+use crate::{rare::count_rare, shared::now_ns};
 
 /// BPF_MAP_TYPE_TASK_STORAGE (include/uapi/linux/bpf.h).
 const MAP_TYPE_TASK_STORAGE: usize = 29;
@@ -109,7 +112,7 @@ pub struct TaskSpans {
     /// The open span's time so far, split at the scheduler (`sched`):
     /// beside the reclaim stamp, so that a reclaim's begin writes one
     /// line of the cell.
-    pub split: crate::sched::Split,
+    pub split: Split,
     /// The thread's stalls since they were last added to its process's
     /// `RECLAIM_STALLERS` row (`reclaim::fold_stalls`: at the thread's
     /// exit, and for live threads when the collector reads the maps).
@@ -124,20 +127,95 @@ pub struct TaskSpans {
     pub reap_start_ns: u64,
     /// How the reclaim the task is in was entered (`entry`): last, off
     /// the lines the reclaim pair touches.
-    pub entry: crate::entry::Entry,
+    pub entry: Entry,
+}
+
+/// The current task's split, kept by `sched`: the open span (`mark_ns`
+/// 0: none) and what the task is doing in it since then (`state`, one
+/// of `sched`'s ON_CPU..IOWAIT), the run_delay bookkeeping, and the
+/// running totals per family.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Split {
+    pub mark_ns: u64,
+    pub state: u32,
+    /// The `SplitFamily` of the open span.
+    pub family: u32,
+    /// `sched_info.run_delay` when the open span opened (read at its
+    /// first switch-out: `switched` 1 from then on), or when the closed
+    /// span of `pending_family` opened (`pending` 1: its change is read
+    /// at the task's next switch-out).
+    pub run_delay_ns: u64,
+    pub switched: u32,
+    pub pending: u32,
+    pub pending_family: u32,
+    /// The CPU + 1 the task waits on as a target waiter (`contention`),
+    /// 0 when it does not.
+    pub wait_cpu: u32,
+    /// Per family, `SplitFamily::index`.
+    pub totals: [SplitTotals; SplitFamily::COUNT as usize],
+}
+
+impl Split {
+    /// The totals of `family` (a `SplitFamily` as u32).
+    #[inline(always)]
+    pub fn totals_of(&mut self, family: u32) -> Option<&mut SplitTotals> {
+        // Bounded for the verifier: the families are 1..=COUNT.
+        self.totals.get_mut((family as usize).wrapping_sub(1))
+    }
+
+    /// `family`'s totals as of `now`, the open span's stretch so far
+    /// included (the task is on a CPU: it is running this).
+    #[inline(always)]
+    pub fn totals_now(&mut self, family: SplitFamily, now: u64) -> SplitTotals {
+        let open = self.mark_ns != 0 && self.family == family as u32;
+        let since = now.saturating_sub(self.mark_ns);
+        let mut t = self.totals_of(family as u32).copied().unwrap_or_default();
+        if open {
+            t.on_cpu_ns += since;
+        }
+        t
+    }
+}
+
+/// The way into the reclaim or direct compaction the task is in
+/// (`TaskSpans::entry`); `start_ns` 0: not timing a stall now.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Entry {
+    pub start_ns: u64,
+    pub stack_id: i32,
+    pub context: u32,
+    pub gfp: u32,
+    pub order: u32,
+    /// The task's split totals of the context's family at the begin
+    /// (on-CPU is the rest of the stall).
+    pub runnable_ns: u64,
+    pub blocked_ns: u64,
 }
 
 #[btf_map]
 pub static TASK_SPANS: TaskStorage<TaskSpans> = TaskStorage::new();
 
 /// Stamps the current task's span `at` (in its `TASK_SPANS` cell); a
-/// task the kernel gives no cell counts `Counter::SpanStartDropped`.
+/// task the kernel gives no cell counts `Counter::SpanStartDropped`
+/// (`span` names it in the `--debug-probes` line).
 #[inline(always)]
-pub fn stamp(at: impl FnOnce(&mut TaskSpans) -> &mut u64) {
+pub fn stamp(span: Span, at: impl FnOnce(&mut TaskSpans) -> &mut u64) {
     match TASK_SPANS.current() {
         Some(spans) => *at(spans) = now_ns(),
-        None => count(Counter::SpanStartDropped, 1),
+        None => match span {
+            Span::Slab => count_rare!(Counter::SpanStartDropped, "slab shrink"),
+            Span::OomReap => count_rare!(Counter::SpanStartDropped, "OOM reap"),
+        },
     }
+}
+
+/// The spans `stamp` times.
+#[derive(Clone, Copy)]
+pub enum Span {
+    Slab,
+    OomReap,
 }
 
 /// Time since the current task's stamp `at`, which is cleared.

@@ -10,7 +10,10 @@ use aya_ebpf::{
 };
 use vmtrace_common::{Counter, MAX_NODES, MAX_ZONE_SPANS, MAX_ZONES, ZoneSpans, zone_cell};
 
-use crate::shared::{count, field, tracepoint_field};
+use crate::{
+    rare::count_rare,
+    shared::{field, tracepoint_field},
+};
 
 /// Zone pfn ranges (written by userspace at load time).
 #[unsafe(no_mangle)]
@@ -52,6 +55,6 @@ pub fn page_alloc(ctx: TracePointContext) -> u32 {
             return 0;
         }
     }
-    count(Counter::PageAllocNoZone, 1);
+    count_rare!(Counter::PageAllocNoZone, "pfn", pfn);
     0
 }

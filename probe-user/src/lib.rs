@@ -16,6 +16,8 @@ pub mod analysis;
 pub mod cli;
 pub mod host;
 pub mod kernel;
-pub mod model;
+/// The saved model, a crate of its own (probe-user/model) that imports
+/// nothing of the collector; re-exported under its layer's name.
+pub use vmtrace_model as model;
 pub mod session;
 pub mod view;

@@ -66,6 +66,11 @@ fn broken_recordings_give_one_line_errors() {
         ),
         ("bad-histogram-payload", "memcg_reclaim"),
         ("bad-not-a-recording", "not a vmtrace recording"),
+        (
+            "bad-reclaim-context",
+            "lru_shrink_inactive[0].context: unknown variant `writeback`, expected one of \
+             `kswapd`, `direct`, `memcg`, `other`",
+        ),
         ("bad-truncated", "truncated"),
     ];
     let files = corpus_files("bad-");
@@ -100,7 +105,7 @@ fn broken_recordings_give_one_line_errors() {
 #[test]
 fn report_shows_every_run_as_recorded() {
     for path in good() {
-        let rec = Recording::read(&path).expect("corpus recording reads");
+        let rec = vmtrace::host::recording_file::read(&path).expect("corpus recording reads");
         let out = vmtrace(&["report", &path.to_string_lossy()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let shown = text(&out.stdout);
@@ -148,7 +153,7 @@ fn text_export_is_mail_ready() {
 #[test]
 fn csv_exports_hold_the_reports_numbers() {
     let path = corpus().join("memhog-2runs.vmtrace.json");
-    let rec = Recording::read(&path).expect("reads");
+    let rec = vmtrace::host::recording_file::read(&path).expect("reads");
     let out = vmtrace(&["export", &path.to_string_lossy(), "--format", "csv"]);
     let csv = text(&out.stdout);
     assert!(csv.starts_with("run,label,kernel,metric,value\n"));
@@ -285,7 +290,7 @@ fn hlog_decodes_in_hdrhistogram_python() {
     );
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     for path in good() {
-        let rec = Recording::read(&path).expect("reads");
+        let rec = vmtrace::host::recording_file::read(&path).expect("reads");
         let hlog = dir.join(format!(
             "{}.hlog",
             path.file_stem().unwrap_or_default().to_string_lossy()
@@ -523,10 +528,13 @@ fn views_match_the_golden_files() {
     let _ = std::fs::remove_dir_all(&split);
 }
 
+/// The bless command of the checked-in generated files: the schemas
+/// and the doc tables (the filter runs both tests).
+const BLESS_GENERATED: &str = "VMTRACE_BLESS=1 cargo test -p vmtrace --test recordings checked_in";
+
 /// The JSON Schemas under docs/schema are the ones vmtrace generates
-/// from its types (`VMTRACE_BLESS=1 cargo test --test recordings
-/// schemas` rewrites them): a change to the JSON is a change to these
-/// files, reviewed in the commit that makes it.
+/// from its types (`BLESS_GENERATED` rewrites them): a change to the
+/// JSON is a change to these files, reviewed in the commit that makes it.
 #[test]
 fn checked_in_schemas_are_the_generated_ones() {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema");
@@ -544,7 +552,7 @@ fn checked_in_schemas_are_the_generated_ones() {
         assert!(
             out.stdout == want,
             "{} is not what `vmtrace generate schema {name}` prints: bless with \
-             VMTRACE_BLESS=1 cargo test --test recordings schemas",
+             {BLESS_GENERATED}",
             file.display()
         );
     }
@@ -552,6 +560,44 @@ fn checked_in_schemas_are_the_generated_ones() {
     let err = text(&out.stderr);
     assert!(
         !out.status.success() && err.contains("name one of: run"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// The doc tables that list signals (the README's metrics,
+/// PROMETHEUS.md's families, RECORDING.md's histograms) are, between
+/// their marker lines, what `vmtrace generate docs TABLE` prints from
+/// the catalogue and the views; `BLESS_GENERATED` rewrites them there.
+#[test]
+fn checked_in_doc_tables_are_the_generated_ones() {
+    use vmtrace::view::docs::{self, DocTable};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let bless = std::env::var_os("VMTRACE_BLESS").is_some();
+    for t in DocTable::ALL {
+        let out = vmtrace(&["generate", "docs", t.name()]);
+        assert!(out.status.success(), "{}: {}", t.name(), text(&out.stderr));
+        let file = root.join(t.file());
+        let was = std::fs::read_to_string(&file).expect("a doc file");
+        let now =
+            docs::splice(&was, t.file(), t, &text(&out.stdout)).unwrap_or_else(|e| panic!("{e}"));
+        if bless && now != was {
+            std::fs::write(&file, &now).expect("write the doc");
+            continue;
+        }
+        assert!(
+            now == was,
+            "{}: its `{}` table is not what `vmtrace generate docs {}` prints: \
+             bless with {BLESS_GENERATED}",
+            t.file(),
+            t.name(),
+            t.name()
+        );
+    }
+    let out = vmtrace(&["generate", "docs", "nonesuch"]);
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("name one of: metrics"),
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

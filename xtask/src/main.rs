@@ -54,43 +54,14 @@ enum Task {
     /// cargo fmt --check and cargo clippy -D warnings
     Lint,
     /// What tracing costs the traced job: vmtrace beside bpftrace, perf
-    /// record and trace-cmd (installed when missing), interleaved rounds,
-    /// ratios to the bare run; writes target/bench/UTC/bench.md (root;
-    /// about 35 minutes with the defaults)
+    /// record and trace-cmd, interleaved rounds, ratios to the bare run;
+    /// writes target/bench/UTC/bench.md (root). Its options are the
+    /// bench's own (xtask/bench): `cargo xtask bench --help`
+    #[command(disable_help_flag = true)]
     Bench {
-        /// Interleaved rounds (every configuration once per round)
-        #[arg(long, default_value_t = 10)]
-        rounds: usize,
-        /// Workloads, comma-separated: qsbench (reclaim and swap in a
-        /// small box), faults (the page-fault path, no pressure)
-        #[arg(long, value_delimiter = ',', default_value = "qsbench,faults")]
-        workloads: Vec<String>,
-        /// Configurations, comma-separated (bare is always included)
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "bare,vmtrace,bpftrace,perf-record,trace-cmd"
-        )]
-        tools: Vec<String>,
-        /// Directory for the results [default: target/bench/UTC]
-        #[arg(long)]
-        out: Option<std::path::PathBuf>,
-        /// Instead: `vmtrace attach --serve` for MINUTES while memory
-        /// boxes come and go, scraped every second (RSS, scrape latency,
-        /// lost events; soak.md). 30 for the documented run
-        #[arg(long, value_name = "MINUTES", conflicts_with = "cardinality")]
-        soak: Option<u64>,
-        /// Instead: `vmtrace attach --serve` at the default cap while
-        /// CGROUPS cgroups stall in memcg reclaim and stay (series,
-        /// scrape size and latency, RSS, promtool; with fine and coarse
-        /// per-cgroup buckets; cardinality.md). 300 for the documented run
-        #[arg(long, value_name = "CGROUPS")]
-        cardinality: Option<usize>,
-        /// Also: the eBPF programs' cost against the same programs at
-        /// commit REV (built in target/bench-baseline), in alternating
-        /// pairs of runs, one per round
-        #[arg(long, value_name = "REV")]
-        baseline: Option<String>,
+        /// The bench's options, passed on as given
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Does compare name a cause it was not told? With --kernels: Debian's
     /// 6.1 tree built stock and with each planted patch
@@ -127,23 +98,7 @@ fn main() {
         Task::Run { args } => run::run(&args),
         Task::Test { repeat, filter } => test::test(&test::TestOptions { repeat, filter }),
         Task::Lint => build::lint(),
-        Task::Bench {
-            rounds,
-            workloads,
-            tools,
-            out,
-            soak,
-            cardinality,
-            baseline,
-        } => bench::bench(&bench::BenchOptions {
-            rounds,
-            workloads,
-            tools,
-            out,
-            soak,
-            cardinality,
-            baseline,
-        }),
+        Task::Bench { args } => bench::bench(&args),
         Task::Calibrate {
             kernels,
             repeat,

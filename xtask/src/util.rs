@@ -7,23 +7,18 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+#[path = "process.rs"]
+mod process;
+pub use process::{cargo, is_root, on_path, run, show, utc_stamp};
+
+/// The echo's prefix (`process::run`).
+const TOOL: &str = "xtask";
+
 /// The workspace root (xtask lives one level below it).
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-/// Runs a command, echoing it; fails with its exit status.
-pub fn run(cmd: &mut Command) -> Result<()> {
-    eprintln!("xtask: $ {}", show(cmd));
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start `{}`", show(cmd)))?;
-    if !status.success() {
-        bail!("`{}` failed ({status})", show(cmd));
-    }
-    Ok(())
 }
 
 /// Output of a command that must succeed, trimmed.
@@ -39,44 +34,4 @@ pub fn output(cmd: &mut Command) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-pub fn show(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
-pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-}
-
-/// The time now, UTC, as a directory name: 20261205T143000Z.
-pub fn utc_stamp() -> String {
-    Command::new("date")
-        .args(["-u", "+%Y%m%dT%H%M%SZ"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|_| "run".into())
-}
-
-/// `cargo`, as the one running us.
-pub fn cargo() -> Command {
-    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    c.current_dir(root());
-    c
 }

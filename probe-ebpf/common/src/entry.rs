@@ -18,8 +18,14 @@ pub const ENTRY_STACK_LOST: i32 = -1;
 /// What a `RECLAIM_ENTRIES` row is the way into: a direct or memcg
 /// reclaim (the `ReclaimContext`'s value), a direct compaction's runs,
 /// or a kswapd wake-up (counted, no stall: the waker goes on).
+/// In JSON it is its name, as a reclaim context is.
 #[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "user",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema),
+    serde(rename_all = "snake_case")
+)]
 pub enum EntryWay {
     Direct = ReclaimContext::Direct as u32,
     Memcg = ReclaimContext::Memcg as u32,
@@ -43,6 +49,22 @@ impl EntryWay {
             EntryWay::Compaction => "compaction",
             EntryWay::KswapdWake => "kswapd_wake",
         }
+    }
+
+    /// Whether the row's order is the allocation's: memcg reclaim's
+    /// tracepoint gives 0 whatever the charge (mm/vmscan.c,
+    /// try_to_free_mem_cgroup_pages: `.order = 0`, 6.1 to 6.18).
+    pub const fn order_known(self) -> bool {
+        match self {
+            EntryWay::Memcg => false,
+            EntryWay::Direct | EntryWay::Compaction | EntryWay::KswapdWake => true,
+        }
+    }
+
+    /// The way an `EntryKey::context` holds; None for a value no program
+    /// writes.
+    pub fn of(context: u32) -> Option<EntryWay> {
+        Self::ALL.into_iter().find(|w| *w as u32 == context)
     }
 }
 

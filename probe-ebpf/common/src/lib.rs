@@ -319,6 +319,7 @@ mod pod {
     unsafe impl aya::Pod for super::ProcFaultTime {}
     unsafe impl aya::Pod for super::LruIsolate {}
     unsafe impl aya::Pod for super::SwapExtents {}
+    unsafe impl aya::Pod for super::IoStart {}
     unsafe impl aya::Pod for super::ZoneSpans {}
     unsafe impl aya::Pod for super::Fields {}
     unsafe impl aya::Pod for super::Field {}

@@ -33,6 +33,7 @@ pub const ENTRY_STACKS: &str = "ENTRY_STACKS";
 pub const SPLIT_LIVE: &str = "SPLIT_LIVE";
 pub const CGROUP_ZERO: &str = "CGROUP_ZERO";
 pub const PER_CGROUP: &str = "PER_CGROUP";
+pub const DEBUG_PROBES: &str = "DEBUG_PROBES";
 pub const PROFILE: &str = "PROFILE";
 pub const PROFILE_STACKS: &str = "PROFILE_STACKS";
 
@@ -77,4 +78,5 @@ pub const GLOBALS: &[&str] = &[
     ZONE_SPANS,
     FAULT_LATENCY,
     PER_CGROUP,
+    DEBUG_PROBES,
 ];

@@ -7,8 +7,17 @@ pub const THROTTLE_REASONS: u32 = 4;
 
 /// Who was reclaiming when the LRU was shrunk. Decided in the kernel from
 /// the per-task reclaim map (direct/memcg) and the task name (kswapd).
+/// In JSON (recordings, reports) it is its name, `kswapd`, `direct`,
+/// `memcg` or `other` (serde's snake_case of the variant, held to
+/// `name()` by the model's tests); a recording with another reads as
+/// corrupt.
 #[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "user",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema),
+    serde(rename_all = "snake_case")
+)]
 pub enum ReclaimContext {
     Kswapd = 0,
     Direct = 1,
@@ -35,6 +44,15 @@ impl ReclaimContext {
             ReclaimContext::Direct => "direct",
             ReclaimContext::Memcg => "memcg",
             ReclaimContext::Other => "other",
+        }
+    }
+
+    /// Whether its reclaims' orders are the allocations': memcg reclaim's
+    /// tracepoint gives 0 whatever the charge (as `EntryWay::order_known`).
+    pub const fn order_known(self) -> bool {
+        match self {
+            ReclaimContext::Memcg => false,
+            ReclaimContext::Kswapd | ReclaimContext::Direct | ReclaimContext::Other => true,
         }
     }
 }

@@ -20,7 +20,10 @@ use super::{
     measures::change,
     stats::{Describe, describe},
 };
-use crate::model::report::RunReport;
+use std::collections::HashMap;
+
+use crate::model::entries::way_key;
+use crate::model::report::{EntryWay, RunReport};
 
 /// The least change, as a share of the baseline's stall time through
 /// every way in, that can make a way "moved".
@@ -32,7 +35,7 @@ const MAX_ROWS: usize = 20;
 /// One way in, across the groups.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct EntryRow {
-    pub context: String,
+    pub context: EntryWay,
     /// Innermost first, as recorded.
     pub frames: Vec<String>,
     /// Stall seconds per run through this way, per group (None: no run
@@ -48,41 +51,50 @@ pub struct EntryRow {
 /// The ways in of `ok` (each group's completed runs), most stall time
 /// first, at most `MAX_ROWS`; empty when no run kept entry stacks.
 pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<EntryRow> {
-    // Summed through an index (a search per path was quadratic: 20k
-    // paths, 3 s), kept in first-seen order for equal totals.
-    let mut ways: Vec<(String, Vec<String>, f64)> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &[String]), usize> =
-        std::collections::HashMap::new();
-    for r in ok.iter().flatten() {
-        for p in r.reclaim_entries.iter().flat_map(|e| &e.paths) {
-            let s = p.stall_ns as f64 / 1e9;
-            let key = (p.context.as_str(), p.frames.as_slice());
-            match index.get(&key) {
-                Some(&i) => ways[i].2 += s,
-                None => {
-                    index.insert(key, ways.len());
-                    ways.push((p.context.clone(), p.frames.clone(), s));
-                }
-            }
+    // Each run's stall seconds per way, keyed as on every kernel
+    // (`way_key`), summed through a map (a search per path was
+    // quadratic: 20k paths, 3 s); None for a run without entry stacks.
+    type Ways = HashMap<(EntryWay, Vec<String>), f64>;
+    let per_run: Vec<Vec<Option<Ways>>> = ok
+        .iter()
+        .map(|rs| {
+            rs.iter()
+                .map(|r| {
+                    r.reclaim_entries.as_ref().map(|e| {
+                        let mut m = Ways::new();
+                        for p in &e.paths {
+                            *m.entry((p.context, way_key(&p.frames))).or_default() +=
+                                p.stall_ns as f64 / 1e9;
+                        }
+                        m
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let mut totals: HashMap<&(EntryWay, Vec<String>), f64> = HashMap::new();
+    for m in per_run.iter().flatten().flatten() {
+        for (k, s) in m {
+            *totals.entry(k).or_default() += s;
         }
     }
-    ways.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let mut ways: Vec<(&(EntryWay, Vec<String>), f64)> = totals.into_iter().collect();
+    // Equal totals in a fixed order: by context, then frames.
+    ways.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then(a.0.0.name().cmp(b.0.0.name()))
+            .then(a.0.1.cmp(&b.0.1))
+    });
     ways.truncate(MAX_ROWS);
     let mut rows: Vec<EntryRow> = ways
         .into_iter()
-        .map(|(context, frames, _)| {
-            let values: Vec<Vec<f64>> = ok
+        .map(|(key, _)| {
+            let values: Vec<Vec<f64>> = per_run
                 .iter()
                 .map(|rs| {
                     rs.iter()
-                        .filter_map(|r| r.reclaim_entries.as_ref())
-                        .map(|e| {
-                            e.paths
-                                .iter()
-                                .filter(|p| p.context == context && p.frames == frames)
-                                .map(|p| p.stall_ns as f64 / 1e9)
-                                .sum()
-                        })
+                        .flatten()
+                        .map(|m| m.get(key).copied().unwrap_or(0.0))
                         .collect()
                 })
                 .collect();
@@ -93,8 +105,8 @@ pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<EntryRow> {
                 .map(|(v, d)| change(&values[0], groups[0], v, *d))
                 .collect();
             EntryRow {
-                context,
-                frames,
+                context: key.0,
+                frames: key.1.clone(),
                 moved: vec![false; changes.len()],
                 groups,
                 changes,
@@ -153,11 +165,14 @@ mod tests {
                 paths: ways
                     .iter()
                     .map(|(f, s)| EntryPath {
-                        context: "memcg".into(),
+                        context: EntryWay::Memcg,
                         frames: vec!["try_to_free_mem_cgroup_pages".into(), f.to_string()],
                         stall_ns: (s * 1e9) as u64,
                         count: 1,
-                        ..Default::default()
+                        gfp: 0,
+                        gfp_names: String::new(),
+                        order: 0,
+                        split: None,
                     })
                     .collect(),
                 ..Default::default()

@@ -37,7 +37,9 @@ use serde::Serialize;
 
 use super::measures::Measure;
 use super::{GroupInput, MetricRow};
-use crate::model::recording::environment::{DelayAccounting, Environment, mthp_line};
+use crate::model::recording::environment::{
+    DelayAccounting, Environment, PMD_SIZE_KB, StealBooking, ThpMode, kernel_version, mthp_size_kb,
+};
 use crate::model::report::{CgroupVersion, RunReport};
 
 /// A setting that can redefine measures when it differs.
@@ -79,17 +81,54 @@ impl Setting {
 }
 
 // Serialised as its id and the name the text prints.
-crate::model::schema::keyed!(Setting, Setting::ALL.into_iter(), Setting::name);
+vmtrace_model::keyed!(Setting, Setting::ALL.into_iter(), Setting::name);
 
 /// A setting that differs between the groups and redefines some metrics.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Guard {
     pub setting: Setting,
-    /// The setting's value(s) in each group.
-    pub values: Vec<String>,
+    /// The setting's distinct values in each group (empty: unknown
+    /// there); the view words them.
+    pub values: Vec<Vec<SettingValue>>,
     /// Why the metrics below cannot be compared, one line.
     pub why: &'static str,
     pub metrics: Vec<Measure>,
+}
+
+/// A setting's value as it matters for the metrics it guards: what the
+/// guards compare (never its printed form).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingValue {
+    Mglru(MglruState),
+    BoxCgroup(CgroupVersion),
+    DelayAccounting(DelayAccounting),
+    Thp(ThpState),
+    JobFileSystem(String),
+    /// Whether interrupts are out of the tasks' CPU time.
+    IrqTime(bool),
+    StealTime(StealBooking),
+}
+
+/// MGLRU as it matters for the metrics: off, or on and traced (6.7+,
+/// lru_shrink_inactive emitted by evict_folios) or untraced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MglruState {
+    Off,
+    OnTraced,
+    OnUntraced,
+}
+
+/// THP as it matters: the PMD mode (None: not recorded), and the other
+/// sizes (mTHP, 6.8+) that are not `never`, by their key (`64kB`), with
+/// `inherit` taken as the PMD mode. The PMD size set to `inherit` (the
+/// default) is the PMD mode itself and left out, so a 6.12 with default
+/// mTHP equals a 6.1 with the same mode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct ThpState {
+    pub pmd: Option<ThpMode>,
+    pub sizes: BTreeMap<String, Option<ThpMode>>,
 }
 
 /// The guard table: setting, why, the measures it redefines.
@@ -169,72 +208,67 @@ const TABLE: &[(Setting, &str, &[Measure])] = &[
     ),
 ];
 
-/// A setting's value in one recording or run.
-type Value = Box<dyn Fn(&GroupInput, &[&RunReport]) -> Vec<String>>;
+/// A setting's values in one group (distinct, in the order found).
+type Value = Box<dyn Fn(&GroupInput, &[&RunReport]) -> Vec<SettingValue>>;
 
-/// Each setting's values per group (distinct, sorted).
+/// Each setting's values per group; a recording or run that does not
+/// know it gives none.
 fn values(setting: Setting) -> Value {
+    use SettingValue as V;
     match setting {
-        Setting::Mglru => Box::new(|g, _| env_values(g, |e| mglru(&e.mglru, &e.kernel_release))),
+        Setting::Mglru => Box::new(|g, _| env_values(g, |e| Some(V::Mglru(mglru(e))))),
         Setting::BoxCgroup => Box::new(|_, runs| {
-            distinct(runs.iter().filter_map(|r| {
-                r.membox.as_ref()?.cgroup_version.map(|v| match v {
-                    CgroupVersion::V1 => "v1".to_string(),
-                    CgroupVersion::V2 => "v2".to_string(),
-                })
-            }))
+            distinct(
+                runs.iter()
+                    .filter_map(|r| r.membox.as_ref()?.cgroup_version.map(V::BoxCgroup)),
+            )
         }),
         Setting::DelayAccounting => {
-            Box::new(|g, _| env_values(g, |e| delay_accounting(e).name().to_string()))
+            Box::new(|g, _| env_values(g, |e| Some(V::DelayAccounting(delay_accounting(e)))))
         }
-        Setting::Thp => {
-            Box::new(|g, _| env_values(g, |e| thp(e.thp_enabled.as_deref(), &e.mthp_enabled)))
-        }
-        Setting::JobFileSystem => {
-            Box::new(|g, _| env_values(g, |e| e.job_fs.clone().unwrap_or_default()))
-        }
-        // Unknown (no readable kernel config, older recordings) is "",
-        // which `distinct` drops: compared only where both groups know.
+        Setting::Thp => Box::new(|g, _| env_values(g, |e| Some(V::Thp(thp(e))))),
+        Setting::JobFileSystem => Box::new(|g, _| {
+            env_values(g, |e| {
+                let fs = e.job_fs.clone().filter(|fs| !fs.is_empty());
+                fs.map(V::JobFileSystem)
+            })
+        }),
+        // Unknown (no readable kernel config, older recordings): none,
+        // compared only where both groups know.
         Setting::IrqTime => Box::new(|g, _| {
             env_values(g, |e| {
-                e.cpu_time_accounting
-                    .as_ref()
-                    .map_or(String::new(), |a| a.irq_line().into())
+                let a = e.cpu_time_accounting.as_ref()?;
+                Some(V::IrqTime(a.irq_time))
             })
         }),
         Setting::StealTime => Box::new(|g, _| {
             env_values(g, |e| {
-                e.cpu_time_accounting
-                    .as_ref()
-                    .map_or(String::new(), |a| a.steal_line().into())
+                Some(V::StealTime(e.cpu_time_accounting.as_ref()?.steal()))
             })
         }),
     }
 }
 
-/// THP as it matters: the PMD mode, and the other sizes (mTHP, 6.8+)
-/// that are on. 2048kB set to `inherit` (the default) is the PMD mode
-/// itself, so a 6.12 with default mTHP equals a 6.1 with the same mode.
-fn thp(enabled: Option<&str>, mthp: &BTreeMap<String, String>) -> String {
-    let pmd = enabled.unwrap_or("-");
-    let sizes: BTreeMap<String, String> = mthp
+/// A recording's THP state (see `ThpState`).
+fn thp(e: &Environment) -> ThpState {
+    let pmd = e.thp_mode();
+    let sizes = e
+        .mthp_enabled
         .iter()
-        .filter(|(k, v)| !(k.as_str() == "2048kB" && v.as_str() == "inherit"))
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                if v == "inherit" {
-                    pmd.into()
-                } else {
-                    v.clone()
-                },
-            )
+        .map(|(key, mode)| (key, ThpMode::parse(mode)))
+        .filter(|(key, mode)| {
+            !(mthp_size_kb(key) == Some(PMD_SIZE_KB) && *mode == ThpMode::Inherit)
         })
+        .map(|(key, mode)| {
+            let mode = match mode {
+                ThpMode::Inherit => pmd.clone(),
+                m => Some(m),
+            };
+            (key.clone(), mode)
+        })
+        .filter(|(_, mode)| *mode != Some(ThpMode::Never))
         .collect();
-    match mthp_line(&sizes).as_str() {
-        "never" => pmd.to_string(),
-        more => format!("{pmd}, sizes {more}"),
-    }
+    ThpState { pmd, sizes }
 }
 
 /// A recording's delay-accounting semantics: from its kernel release
@@ -270,33 +304,36 @@ fn delay_guard(g: &mut Guard, inputs: &[GroupInput]) {
     }
 }
 
-/// MGLRU as it matters for the metrics: off, or on and traced (6.7+,
-/// lru_shrink_inactive emitted by evict_folios) or untraced.
-fn mglru(enabled: &Option<String>, release: &str) -> String {
-    let on = enabled.as_deref().is_some_and(|v| {
-        u32::from_str_radix(v.trim_start_matches("0x"), 16).is_ok_and(|b| b & 1 != 0)
-    });
-    let traced =
-        crate::model::recording::environment::kernel_version(release).is_some_and(|v| v >= (6, 7));
-    match (on, traced) {
-        (false, _) => "off".into(),
-        (true, true) => "on (traced)".into(),
-        (true, false) => "on (no LRU events)".into(),
+/// A recording's MGLRU state (see `MglruState`).
+fn mglru(e: &Environment) -> MglruState {
+    let traced = kernel_version(&e.kernel_release).is_some_and(|v| v >= (6, 7));
+    match (e.mglru_on(), traced) {
+        (false, _) => MglruState::Off,
+        (true, true) => MglruState::OnTraced,
+        (true, false) => MglruState::OnUntraced,
     }
 }
 
 fn env_values(
     g: &GroupInput,
-    f: impl Fn(&crate::model::recording::Environment) -> String,
-) -> Vec<String> {
-    distinct(g.recordings.iter().map(|r| f(&r.environment)))
+    f: impl Fn(&Environment) -> Option<SettingValue>,
+) -> Vec<SettingValue> {
+    distinct(g.recordings.iter().filter_map(|r| f(&r.environment)))
 }
 
-fn distinct(v: impl Iterator<Item = String>) -> Vec<String> {
-    let mut v: Vec<String> = v.filter(|s| !s.is_empty()).collect();
-    v.sort();
-    v.dedup();
-    v
+fn distinct(v: impl Iterator<Item = SettingValue>) -> Vec<SettingValue> {
+    let mut out: Vec<SettingValue> = Vec::new();
+    for value in v {
+        if !out.contains(&value) {
+            out.push(value);
+        }
+    }
+    out
+}
+
+/// Whether two groups hold the same values, in whatever order.
+fn same(a: &[SettingValue], b: &[SettingValue]) -> bool {
+    a.len() == b.len() && a.iter().all(|v| b.contains(v))
 }
 
 /// The guards of settings that differ between a group and the baseline
@@ -307,22 +344,13 @@ pub(super) fn find(inputs: &[GroupInput], ok: &[Vec<&RunReport>]) -> Vec<Guard> 
         .iter()
         .filter_map(|&(setting, why, metrics)| {
             let f = values(setting);
-            let per: Vec<Vec<String>> = inputs.iter().zip(ok).map(|(g, r)| f(g, r)).collect();
+            let per: Vec<Vec<SettingValue>> = inputs.iter().zip(ok).map(|(g, r)| f(g, r)).collect();
             let differs = per[1..]
                 .iter()
-                .any(|v| !v.is_empty() && !per[0].is_empty() && *v != per[0]);
+                .any(|v| !v.is_empty() && !per[0].is_empty() && !same(v, &per[0]));
             let mut guard = Guard {
                 setting,
-                values: per
-                    .iter()
-                    .map(|v| {
-                        if v.is_empty() {
-                            "-".into()
-                        } else {
-                            v.join("/")
-                        }
-                    })
-                    .collect(),
+                values: per,
                 why,
                 metrics: metrics.to_vec(),
             };
@@ -410,7 +438,11 @@ mod tests {
             "{:#?}",
             c.guards
         );
-        assert_eq!(c.guards[0].values, ["off", "on (traced)"]);
+        use super::{MglruState, SettingValue::Mglru};
+        assert_eq!(
+            c.guards[0].values,
+            [[Mglru(MglruState::Off)], [Mglru(MglruState::OnTraced)]]
+        );
         // Refaults too: lru_gen_refault counts them its own way.
         for key in [
             Measure::PagesScanned,
@@ -458,7 +490,14 @@ mod tests {
         }
         let c = compare(&[group(&a), group(&b)], false).expect("compares");
         assert_eq!(c.guards.len(), 1, "{:#?}", c.guards);
-        assert_eq!(c.guards[0].values, ["v1", "v2"]);
+        use super::SettingValue::BoxCgroup;
+        assert_eq!(
+            c.guards[0].values,
+            [
+                [BoxCgroup(CgroupVersion::V1)],
+                [BoxCgroup(CgroupVersion::V2)]
+            ]
+        );
         let row = c
             .metrics
             .iter()
@@ -526,7 +565,14 @@ mod tests {
         tmpfs.environment.job_fs = Some("tmpfs".into());
         let c = compare(&[group(&known), group(&tmpfs)], false).expect("compares");
         assert_eq!(c.guards[0].setting, Setting::JobFileSystem);
-        assert_eq!(c.guards[0].values, ["ext4", "tmpfs"]);
+        use super::SettingValue::JobFileSystem;
+        assert_eq!(
+            c.guards[0].values,
+            [
+                [JobFileSystem("ext4".into())],
+                [JobFileSystem("tmpfs".into())]
+            ]
+        );
     }
 
     /// The -j4 build of issue 29 on 6.1 vs 6.12: block I/O waits 1.4 s
@@ -605,25 +651,84 @@ mod tests {
 }
 
 #[cfg(test)]
-mod thp_tests {
+mod value_tests {
     use super::*;
+    use crate::view::compare::text::setting_value;
 
-    #[test]
-    fn default_mthp_is_the_pmd_mode() {
-        let m = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
+    fn env(release: &str, mglru: Option<&str>, thp: &str, mthp: &[(&str, &str)]) -> Environment {
+        Environment {
+            kernel_release: release.into(),
+            mglru: mglru.map(str::to_string),
+            thp_enabled: Some(thp.into()),
+            mthp_enabled: mthp
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        assert_eq!(thp(Some("always"), &m(&[])), "always");
-        let default = m(&[("2048kB", "inherit"), ("64kB", "never")]);
-        assert_eq!(thp(Some("always"), &default), "always");
-        let small = m(&[("2048kB", "inherit"), ("64kB", "inherit")]);
-        assert_eq!(thp(Some("madvise"), &small), "madvise, sizes 64kB=madvise");
-        assert_eq!(mglru(&Some("0x0007".into()), "6.12.1"), "on (traced)");
-        assert_eq!(mglru(&Some("0x0007".into()), "6.1.0"), "on (no LRU events)");
-        assert_eq!(mglru(&Some("0x0000".into()), "6.12.1"), "off");
-        assert_eq!(mglru(&None, "6.18.4"), "off");
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn printed(e: &Environment) -> (String, String) {
+        (
+            setting_value(&SettingValue::Mglru(mglru(e))),
+            setting_value(&SettingValue::Thp(thp(e))),
+        )
+    }
+
+    /// The values the guards compare, and as the guard line prints them.
+    #[test]
+    fn default_mthp_is_the_pmd_mode_and_mglru_is_its_core_bit() {
+        let e = env("6.12.1", Some("0x0007"), "always", &[]);
+        assert_eq!(printed(&e), ("on (traced)".into(), "always".into()));
+        let default = env(
+            "6.12.1",
+            None,
+            "always",
+            &[("2048kB", "inherit"), ("64kB", "never")],
+        );
+        assert_eq!(thp(&default), thp(&e));
+        let small = env(
+            "6.1.0",
+            Some("0x0007"),
+            "madvise",
+            &[("2048kB", "inherit"), ("64kB", "inherit")],
+        );
+        assert_eq!(
+            printed(&small),
+            (
+                "on (no LRU events)".into(),
+                "madvise, sizes 64kB=madvise".into()
+            )
+        );
+        assert_eq!(
+            printed(&env("6.12.1", Some("0x0000"), "never", &[])).0,
+            "off"
+        );
+        assert_eq!(printed(&env("6.18.4", None, "never", &[])).0, "off");
+    }
+
+    /// Two machines whose files read differently but mean the same are
+    /// one value, and the comparison is of values: MGLRU 0x0007 and
+    /// 0x0001 are both on (the core bit), a 6.12 whose 64kB size
+    /// inherits `never` is a 6.1 with THP never; an unknown THP word is
+    /// a value of its own, not `never`.
+    #[test]
+    fn guards_compare_values_not_their_files_text() {
+        let full = env("6.12.1", Some("0x0007"), "never", &[("64kB", "inherit")]);
+        let core = env("6.12.1", Some("0x0001"), "never", &[]);
+        assert_eq!(mglru(&full), MglruState::OnTraced);
+        assert_eq!(mglru(&full), mglru(&core));
+        assert_eq!(thp(&full), thp(&core));
+        let odd = env("6.12.1", Some("0x0001"), "sometimes", &[]);
+        assert_eq!(thp(&odd).pmd, Some(ThpMode::Other("sometimes".into())));
+        assert_ne!(thp(&odd), thp(&core));
+        assert!(same(
+            &[SettingValue::IrqTime(true), SettingValue::IrqTime(false)],
+            &[SettingValue::IrqTime(false), SettingValue::IrqTime(true)]
+        ));
+        assert!(!same(
+            &[SettingValue::IrqTime(true)],
+            &[SettingValue::IrqTime(false)]
+        ));
     }
 }

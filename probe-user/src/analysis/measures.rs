@@ -18,7 +18,7 @@ use crate::model::{
 
 /// How a measure is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Unit {
     Seconds,
     Count,
@@ -29,7 +29,7 @@ pub enum Unit {
 
 /// Whose tasks a measure counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// The command's tasks (rusage, delay accounting, the probes'
     /// per-task spans).
@@ -95,19 +95,25 @@ measures! {
     // The stalls' time on a CPU, measured at the scheduler (None for
     // recordings before the split).
     ReclaimOnCpu => ("reclaim on-CPU", Seconds, Target, |r| {
-        super::attribution::reclaim_split(r).map(|s| s.on_cpu_ns as f64 / 1e9)
+        super::readings::reclaim_split(r).map(|s| s.on_cpu_ns as f64 / 1e9)
     }),
     // Reclaim's on-CPU time spent in cross-CPU calls (TLB-flush IPIs),
     // by the profile's share of reclaim samples in them (None without
     // the profile or the split).
     ReclaimCrossCpu => ("reclaim TLB-flush IPIs", Seconds, Target, |r| {
-        super::attribution::reclaim_cross_cpu_s(r)
+        super::readings::reclaim_cross_cpu_s(r)
     }),
     // The job's system CPU filling the page cache (read-ahead, folio
     // insertion, read submission), outside reclaim: sampled (None
     // without the profile).
     PageCacheFillCpu => ("page-cache fill CPU", Seconds, Target, |r| {
         r.profile.as_ref().map(|p| p.page_cache_fill_s())
+    }),
+    // The job's system CPU outside reclaim and compaction as the
+    // profile sampled it: an independent view of what rusage books
+    // there (None without the profile). See `system_cpu`'s mechanism.
+    SampledSystemCpu => ("sampled system CPU", Seconds, Target, |r| {
+        r.profile.as_ref().map(|p| p.outside_stalls_kernel_s())
     }),
     MemcgStallP99 => ("memcg stall p99", Seconds, Target, |r| {
         r.memcg_reclaim
@@ -265,21 +271,21 @@ measures! {
         r.kswapd.as_ref().map(|k| k.cpu_s())
     }),
     // The machine's CPU time other than the target's (/proc/stat less
-    // rusage and kswapd; analysis::attribution::machine_parts).
+    // rusage and kswapd; analysis::readings::machine_parts).
     OtherTasksCpu => ("other tasks' CPU", Seconds, Machine, |r| {
-        super::attribution::machine_parts(r).map(|m| m.other_tasks)
+        super::readings::machine_parts(r).map(|m| m.other_tasks)
     }),
     // The same per elapsed second, in % of one CPU: how busy other
     // tasks kept the machine's CPUs, which does not grow merely because
     // the job took longer (their CPU-seconds do).
     OtherTasksLoad => ("other tasks' CPU load", Percent, Machine, |r| {
         let wall = r.usage.wall_s;
-        super::attribution::machine_parts(r)
+        super::readings::machine_parts(r)
             .filter(|_| wall > 0.0)
             .map(|m| 100.0 * m.other_tasks / wall)
     }),
     Steal => ("steal", Seconds, Machine, |r| {
-        super::attribution::machine_parts(r).map(|m| m.steal)
+        super::readings::machine_parts(r).map(|m| m.steal)
     }),
     GlobalDirectReclaims => ("global direct reclaims", Count, Machine, |r| {
         Some(r.vmstat.allocstall as f64)
@@ -365,7 +371,7 @@ impl Measure {
 }
 
 // Serialised as its id and the label the text prints.
-crate::model::schema::keyed!(Measure, Measure::ALL.iter().copied(), Measure::label);
+vmtrace_model::keyed!(Measure, Measure::ALL.iter().copied(), Measure::label);
 
 /// Runs `f` with every measure's label renamed (tests: a decision that
 /// reads a label changes under it).

@@ -28,74 +28,13 @@
 use super::Measure::{self, *};
 use super::attribution::Component;
 use super::entries::EntryRow;
+use super::hint::{Fact, WayMoved};
+use super::mechanism::Mechanism;
 use super::{AttributionRow, GroupInfo, Hint, MetricRow};
 use crate::model::entries::entry_chain;
-use crate::model::format::fmt_secs;
-use crate::model::report::RunReport;
-
-/// The mechanisms, each once: the enum, `ALL` (the order hints are
-/// looked for in, which ties keep) and the names come from this one list,
-/// so a mechanism cannot be left out of one of them.
-macro_rules! mechanisms {
-    ($($variant:ident => $name:literal,)*) => {
-        /// A kind of cause a hint names.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum Mechanism {
-            $($variant,)*
-        }
-
-        impl Mechanism {
-            /// Every mechanism, in the order of the enum.
-            pub const ALL: [Mechanism; [$(Mechanism::$variant,)*].len()] =
-                [$(Mechanism::$variant,)*];
-
-            /// As printed and serialised: for reading only.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Mechanism::$variant => $name,)*
-                }
-            }
-        }
-    };
-}
-
-mechanisms! {
-    OomKills => "OOM kills",
-    Zswap => "zswap",
-    FileReads => "file reads",
-    Writeback => "writeback",
-    SwapIn => "swap-in",
-    Reclaim => "reclaim",
-    Kswapd => "kswapd",
-    CpuContention => "CPU contention",
-    Refaults => "refaults",
-    SwapOut => "swap-out",
-    Compaction => "compaction",
-    SystemCpu => "system CPU",
-    Zones => "zones",
-}
+use crate::model::report::{EntryWay, RunReport};
 
 impl Mechanism {
-    /// The time-budget components whose parts this mechanism's seconds
-    /// are fractions of (each fraction what its evidence supports, see
-    /// the detectors): the one statement of who may claim what, read by
-    /// the claims test and checked against docs/COMPARE.md's table. OOM
-    /// kills, swap-out and zones claim no seconds.
-    pub fn claims(self) -> &'static [Component] {
-        use Component::*;
-        match self {
-            Mechanism::OomKills | Mechanism::SwapOut | Mechanism::Zones => &[],
-            Mechanism::Zswap | Mechanism::SwapIn => &[BlockIoWaits, Interrupts, OtherSystemCpu],
-            Mechanism::FileReads | Mechanism::Writeback => &[BlockIoWaits, Interrupts],
-            Mechanism::Reclaim => &[ReclaimCpu, ReclaimCrossCpu, ReclaimWaits, MemstallWaits],
-            Mechanism::Refaults => &[ReclaimCpu, ReclaimCrossCpu, ReclaimWaits, OtherSystemCpu],
-            Mechanism::Kswapd => &[KswapdCpu, KswapdWaits],
-            Mechanism::CpuContention => &[CpuWaits, OtherTasksCpu, Steal, ReclaimCrossCpu],
-            Mechanism::Compaction => &[CompactionCpu, CompactionWaits],
-            Mechanism::SystemCpu => &[OtherSystemCpu],
-        }
-    }
-
     /// Looks for this mechanism in the evidence: an exhaustive match, so
     /// a new mechanism does not compile until it has a detector.
     fn detect(self, e: &Evidence) -> Option<Hint> {
@@ -119,9 +58,6 @@ impl Mechanism {
         }
     }
 }
-
-// Serialised as its id and the name the text prints.
-crate::model::schema::keyed!(Mechanism, Mechanism::ALL.into_iter(), Mechanism::name);
 
 /// The shares of the block I/O waits' part (see `Evidence::io_shares`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -152,6 +88,9 @@ struct Evidence<'a> {
     attribution: &'a [AttributionRow],
     /// The ways into reclaim (analysis/entries.rs), with which moved.
     entries: &'a [EntryRow],
+    /// The functions inside the stalls (analysis/profile.rs), with
+    /// which moved.
+    profile: &'a [super::profile::ProfileRow],
     /// Each group's completed runs.
     ok: &'a [Vec<&'a RunReport>],
 }
@@ -192,7 +131,7 @@ impl Evidence<'_> {
     }
 
     /// The elapsed seconds of the difference attributed to a component
-    /// of the time budget (attribution.rs): with the difference's sign,
+    /// of the time budget (analysis/attribution/): with the difference's sign,
     /// never more than it, 0 for a component that moved against it (or
     /// one the budget lacks). Mechanisms claim disjoint fractions of
     /// these parts, so together they never claim more than the
@@ -266,16 +205,18 @@ impl Evidence<'_> {
     /// first callers where it parts from every other way of its context
     /// (the memcg charge path, try_charge_memcg < charge_memcg <
     /// __mem_cgroup_charge, is every charging way's: no way is told
-    /// apart by it), with the change: `memcg via ... <
-    /// __filemap_add_folio < filemap_add_folio < ... (+1.6s/run)`.
-    fn way_that_moved_most(&self) -> Option<String> {
+    /// apart by it), with the change per run.
+    fn way_that_moved_most(&self) -> Option<WayMoved> {
         let diff = |r: &EntryRow| r.changes[self.g - 1].map_or(0.0, |c| c.diff);
         // Reclaim's ways only: a direct compaction's runs are not
         // reclaim stalls.
         let way = self
             .entries
             .iter()
-            .filter(|r| r.context != "compaction")
+            .filter(|r| match r.context {
+                EntryWay::Direct | EntryWay::Memcg => true,
+                EntryWay::Compaction | EntryWay::KswapdWake => false,
+            })
             .filter(|r| r.moved.get(self.g - 1) == Some(&true))
             .max_by(|a, b| diff(a).abs().total_cmp(&diff(b).abs()))?;
         let shared = self
@@ -299,31 +240,39 @@ impl Evidence<'_> {
             chain = entry_chain(&way.frames);
         }
         let pieces: Vec<&str> = chain.split(" < ").collect();
-        let mut callers: Vec<&str> = pieces.iter().take(3).copied().collect();
-        if pieces.len() > 3 {
-            callers.push("...");
-        }
-        if from > 0 {
-            callers.insert(0, "...");
-        }
-        let d = diff(way);
-        Some(format!(
-            "{} via {} ({}{}/run)",
-            way.context,
-            callers.join(" < "),
-            if d >= 0.0 { "+" } else { "-" },
-            fmt_secs(d.abs())
-        ))
+        Some(WayMoved {
+            context: way.context,
+            callers: pieces.iter().take(3).map(|c| c.to_string()).collect(),
+            shared_before: from > 0,
+            more_after: pieces.len() > 3,
+            seconds_per_run: diff(way),
+        })
     }
 
-    /// The I/O waits' means, as printed.
-    fn io_pair(&self) -> String {
+    /// The kernel functions whose share of the CPU inside the stalls
+    /// moved most (at most three; analysis/profile.rs).
+    fn functions_that_moved(&self) -> Vec<Fact> {
+        let mean = |d: Option<super::stats::Describe>| d.map_or(0.0, |d| d.mean);
+        super::profile::moved(self.profile, self.g)
+            .into_iter()
+            .take(3)
+            .map(|r| Fact::FunctionShare {
+                function: r.function.clone(),
+                a: mean(r.total[0]),
+                b: mean(r.total[self.g]),
+            })
+            .collect()
+    }
+
+    /// The I/O waits as the runs timed them: at the scheduler, or by
+    /// delay accounting where they lack that.
+    fn io_fact(&self) -> Fact {
         let key = if self.metric(IoWaitTime).is_some() {
             IoWaitTime
         } else {
             BlockIoDelay
         };
-        self.pair(key, fmt_secs)
+        self.fact(key)
     }
 
     /// The fractions (swap-in, file reads, writeback) of the block I/O
@@ -443,6 +392,30 @@ impl Evidence<'_> {
         (fill * self.refault_share()).min(1.0 - swap)
     }
 
+    /// The fraction of the other system CPU's change that the profile
+    /// saw: the change of the job's sampled kernel CPU outside the stall
+    /// spans over the change rusage booked there, in [0, 1]; 1 where a
+    /// group lacks the profile, 0 where the samples did not move with
+    /// it. Rusage's system time is the task's scheduler runtime (split
+    /// by ticks), and not every booked second is kernel work the job
+    /// did: a memhog sharing its CPU with a busy loop (the calibration's
+    /// moved hog) was booked +0.9 to +1.2 s of system time in every
+    /// run, also untraced, while the sampler saw its kernel CPU outside
+    /// reclaim fall (2.4 -> 2.1 s) and the tick's per-CPU counts gave
+    /// the busy loop the difference. "System CPU" names more work in
+    /// the kernel, so it claims only what the sampler saw of it.
+    fn sampled_sys_share(&self) -> f64 {
+        let Some(row) = self.row(Component::OtherSystemCpu) else {
+            return 1.0;
+        };
+        let booked = row.diffs[self.g - 1];
+        match self.delta(SampledSystemCpu) {
+            None => 1.0,
+            Some(seen) if booked != 0.0 && seen * booked > 0.0 => (seen / booked).min(1.0),
+            Some(_) => 0.0,
+        }
+    }
+
     /// Refaults are named (the condition of their hint).
     fn refaults_named(&self) -> bool {
         self.real(Refaults) || self.real(ThrashingDelay) || self.real(RefaultActivations)
@@ -487,16 +460,17 @@ impl Evidence<'_> {
         self.metric(key).and_then(|m| m.groups[grp]).map(|d| d.mean)
     }
 
-    /// A metric's baseline mean `->` this group's.
-    fn pair(&self, key: Measure, fmt: fn(f64) -> String) -> String {
-        if super::guards::guarded(self.metrics, key) {
-            return "(not comparable)".into();
+    /// A measure's baseline mean and this group's, as evidence; none
+    /// where a guard holds (not comparable).
+    fn fact(&self, key: Measure) -> Fact {
+        let comparable = !super::guards::guarded(self.metrics, key);
+        let mean = |g| self.mean(key, g).filter(|_| comparable);
+        Fact::Measure {
+            measure: key,
+            a: mean(0),
+            b: mean(self.g),
+            comparable,
         }
-        format!(
-            "{} -> {}",
-            self.mean(key, 0).map_or("-".into(), fmt),
-            self.mean(key, self.g).map_or("-".into(), fmt)
-        )
     }
 
     /// Both groups split major faults by cause (vmstat's, swap_causes).
@@ -563,6 +537,7 @@ pub(super) fn hints<'a>(
     attribution: &'a [AttributionRow],
     ok: &'a [Vec<&'a RunReport>],
     entries: &'a [EntryRow],
+    profile: &'a [super::profile::ProfileRow],
 ) -> Vec<Hint> {
     let e = Evidence {
         g,
@@ -571,6 +546,7 @@ pub(super) fn hints<'a>(
         metrics,
         attribution,
         entries,
+        profile,
         ok,
     };
     // Within noise, or a group without (enough) completed runs: the
@@ -586,53 +562,59 @@ pub(super) fn hints<'a>(
 fn oom_kills(e: &Evidence) -> Option<Hint> {
     let (base, this) = (&e.groups[0], &e.groups[e.g]);
     let oom = (this.oom_killed as i64) - (base.oom_killed as i64);
-    (oom > 0).then(|| Hint {
-        mechanism: Mechanism::OomKills,
-        seconds: f64::INFINITY,
-        text: format!(
-            "OOM kills: {} of {} runs killed (baseline {} of {}){}",
-            this.oom_killed,
-            this.runs + this.oom_killed + this.failed,
-            base.oom_killed,
-            base.runs + base.oom_killed + base.failed,
-            victims_said(&this.oom_victims, &base.oom_victims)
-        ),
+    (oom > 0).then(|| {
+        let mut evidence = vec![Fact::Kills {
+            killed: this.oom_killed as u64,
+            runs: (this.runs + this.oom_killed + this.failed) as u64,
+            baseline_killed: base.oom_killed as u64,
+            baseline_runs: (base.runs + base.oom_killed + base.failed) as u64,
+        }];
+        evidence.extend(victims(&this.oom_victims, &base.oom_victims));
+        Hint {
+            mechanism: Mechanism::OomKills,
+            seconds: f64::INFINITY,
+            evidence,
+        }
     })
 }
 
-/// `; victims: memhog (the job's) 3 (baseline 1)`: who the OOM killer
-/// chose in this group, against the baseline's count for the same name.
-fn victims_said(this: &[super::VictimCount], base: &[super::VictimCount]) -> String {
-    if this.is_empty() {
-        return String::new();
-    }
-    let said: Vec<String> = this
-        .iter()
-        .map(|v| {
-            let whose = if v.target { " (the job's)" } else { "" };
-            let before = base
-                .iter()
-                .find(|b| b.comm == v.comm && b.target == v.target)
-                .map_or(0, |b| b.kills);
-            format!("{}{whose} {} (baseline {before})", v.comm, v.kills)
-        })
-        .collect();
-    format!("; victims: {}", said.join(", "))
+/// Who the OOM killer chose in this group, against the baseline's count
+/// for the same name.
+fn victims<'a>(
+    this: &'a [super::VictimCount],
+    base: &'a [super::VictimCount],
+) -> impl Iterator<Item = Fact> + 'a {
+    this.iter().map(|v| Fact::Victim {
+        comm: v.comm.clone(),
+        target: v.target,
+        kills: v.kills as u64,
+        baseline_kills: base
+            .iter()
+            .find(|b| b.comm == v.comm && b.target == v.target)
+            .map_or(0, |b| b.kills as u64),
+    })
 }
 
 /// System CPU otherwise: the other system CPU's part less what swap-in
-/// (or zswap) and refaults (filling the page cache again) claim of it.
+/// (or zswap) and refaults (filling the page cache again) claim of it,
+/// and of that only what the profile saw (`sampled_sys_share`).
 fn system_cpu(e: &Evidence) -> Option<Hint> {
     let swap = if e.swap_named() {
         e.swap_sys_share()
     } else {
         0.0
     };
-    let rest = (1.0 - swap - e.refill_sys_share()).max(0.0);
-    e.real(SystemCpu).then(|| Hint {
-        mechanism: Mechanism::SystemCpu,
-        seconds: rest * e.comp(Component::OtherSystemCpu),
-        text: format!("system CPU: {}", e.pair(SystemCpu, fmt_secs)),
+    let rest = (1.0 - swap - e.refill_sys_share()).max(0.0) * e.sampled_sys_share();
+    e.real(SystemCpu).then(|| {
+        let mut evidence = vec![e.fact(SystemCpu)];
+        if e.metric(SampledSystemCpu).is_some() {
+            evidence.push(e.fact(SampledSystemCpu));
+        }
+        Hint {
+            mechanism: Mechanism::SystemCpu,
+            seconds: rest * e.comp(Component::OtherSystemCpu),
+            evidence,
+        }
     })
 }
 

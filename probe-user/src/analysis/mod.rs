@@ -19,17 +19,23 @@
 
 pub mod attribution;
 pub mod entries;
+pub mod fleet;
 pub mod groups;
 pub mod guards;
+pub mod hint;
 pub mod measures;
+pub mod mechanism;
 pub mod mechanisms;
+pub mod profile;
+pub mod readings;
 pub mod stats;
 pub mod sweep;
 
 pub use attribution::Component;
 pub use guards::Setting;
+pub use hint::Hint;
 pub use measures::{Measure, Unit};
-pub use mechanisms::Mechanism;
+pub use mechanism::Mechanism;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -66,6 +72,10 @@ pub struct Comparison {
     /// Where reclaim was entered, per way in (runs with entry stacks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<entries::EntryRow>,
+    /// Inside reclaim and compaction: each kernel function's share of
+    /// the job's sampled CPU there (most samples first; empty without
+    /// profiles).
+    pub profile: Vec<profile::ProfileRow>,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -156,7 +166,7 @@ pub enum Verdict {
 }
 
 // Serialised as its id and the name the text prints.
-crate::model::schema::keyed!(Verdict, Verdict::ALL.into_iter(), Verdict::name);
+vmtrace_model::keyed!(Verdict, Verdict::ALL.into_iter(), Verdict::name);
 
 impl Verdict {
     pub const ALL: [Verdict; 5] = [
@@ -176,28 +186,6 @@ impl Verdict {
             Verdict::NotJudged => "not judged",
             Verdict::NoCompletedRun => "no completed run",
         }
-    }
-}
-
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct Hint {
-    pub mechanism: Mechanism,
-    /// Seconds of elapsed difference linked to it (ranking key); null
-    /// for a mechanism that is not a part of the time (OOM kills, ranked
-    /// first: runs that did not finish).
-    #[serde(serialize_with = "finite_or_null")]
-    #[schemars(with = "Option<f64>")]
-    pub seconds: f64,
-    pub text: String,
-}
-
-/// A number JSON can hold, or null (JSON has no infinity: serde_json
-/// wrote null for it while the schema promised a number).
-fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.is_finite() {
-        s.serialize_f64(*v)
-    } else {
-        s.serialize_none()
     }
 }
 
@@ -332,8 +320,15 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
     guards::mark(&mut metrics, &guards);
     let (attribution, splits) = attribution::attribute(&ok, &metrics);
     let entries = entries::rows(&ok);
+    let profile = profile::rows(&ok);
+    let found = Found {
+        attribution: &attribution,
+        splits: &splits,
+        entries: &entries,
+        profile: &profile,
+    };
     let versus = (1..groups.len())
-        .map(|g| versus(g, &groups, &metrics, &attribution, &splits, &ok, &entries))
+        .map(|g| versus(g, &groups, &metrics, &found, &ok))
         .collect();
     Ok(Comparison {
         test: "Welch's t-test, two-sided".into(),
@@ -345,7 +340,17 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
         attribution,
         guards,
         entries,
+        profile,
     })
+}
+
+/// What the comparison found besides the measures, that the mechanisms
+/// read.
+struct Found<'a> {
+    attribution: &'a [AttributionRow],
+    splits: &'a [ElapsedSplit],
+    entries: &'a [entries::EntryRow],
+    profile: &'a [profile::ProfileRow],
 }
 
 /// Group `g` against the baseline: the verdict on elapsed time, the
@@ -355,10 +360,8 @@ fn versus(
     g: usize,
     groups: &[GroupInfo],
     metrics: &[MetricRow],
-    attribution: &[AttributionRow],
-    splits: &[ElapsedSplit],
+    found: &Found,
     ok: &[Vec<&RunReport>],
-    entries: &[entries::EntryRow],
 ) -> Versus {
     let judgeable = groups[0].runs >= 2 && groups[g].runs >= 2;
     let elapsed = metrics
@@ -376,7 +379,7 @@ fn versus(
     };
     // A group without a completed run has no budget (its rows are
     // empty, not zero).
-    let split = splits.get(g - 1).filter(|_| !killed).cloned();
+    let split = found.splits.get(g - 1).filter(|_| !killed).cloned();
     let explained = split
         .as_ref()
         .filter(|s| s.difference.abs() > 1e-9)
@@ -394,9 +397,10 @@ fn versus(
         kills_only,
         groups,
         metrics,
-        attribution,
+        found.attribution,
         ok,
-        entries,
+        found.entries,
+        found.profile,
     );
     Versus {
         label: groups[g].label.clone(),
@@ -498,7 +502,7 @@ mod tests {
         assert_eq!(v.verdict, Verdict::NoCompletedRun);
         assert!(v.split.is_none() && v.explained.is_none());
         assert_eq!(v.hints.len(), 1, "{:?}", v.hints);
-        assert_eq!(v.hints[0].mechanism, mechanisms::Mechanism::OomKills);
+        assert_eq!(v.hints[0].mechanism, mechanism::Mechanism::OomKills);
         let n = b.runs.len();
         assert_eq!(
             c.groups[1].oom_victims,
@@ -541,7 +545,7 @@ mod tests {
         let v = &c.versus[0];
         assert_eq!(v.verdict, Verdict::WithinNoise);
         assert_eq!(v.hints.len(), 1, "{:?}", v.hints);
-        assert_eq!(v.hints[0].mechanism, mechanisms::Mechanism::OomKills);
+        assert_eq!(v.hints[0].mechanism, mechanism::Mechanism::OomKills);
         let text = text::render(&c, true);
         assert!(text.contains("the OOM kills differ"), "{text}");
         assert!(

@@ -184,8 +184,10 @@ mod tests {
         assert_eq!(one[0].sweep_value, "-j4");
         assert!(!render(&one, &none, false).contains("=="));
         let doc = CompareDocument {
+            source: crate::view::json::Source::Recordings,
             columns: &one,
             not_compared: &none,
+            fleet: None,
         };
         assert!(to_json(&doc).unwrap().contains("\"versus\""));
     }

@@ -6,7 +6,8 @@ use std::{io::IsTerminal, time::Duration};
 
 use anyhow::{Context, Result};
 
-use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs, views};
+use super::views::{self, STDOUT};
+use super::{AttachArgs, Cli, Commands, KernelsArgs, RunArgs};
 use crate::{
     host::{membox::BoxSpec, stdout},
     session::{attach::AttachOptions, guests, job, progress::Progress, run_options::RunOptions},
@@ -37,9 +38,6 @@ pub fn one_line_usage_error(e: &clap::Error) -> Option<String> {
     Some(format!("{message}; see --help"))
 }
 
-/// What a failed write to standard output is said as (its error after).
-pub(super) const STDOUT: &str = "writing to standard output";
-
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     // `run` and `attach` release the held signals once their handlers are
@@ -64,14 +62,45 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Commands::Attach(args) => attach_command(args),
         Commands::Compare {
             files,
+            prometheus: Some(url),
+            group,
+            range,
+            at,
+            cgroup,
+            max_series,
+            json,
+            format,
+            fail_if,
+            ..
+        } => views::fleet_command(
+            &views::FleetArgs {
+                url: &url,
+                group: &group,
+                rest: &files,
+                range: &range,
+                at: at.as_deref(),
+                cgroup: cgroup.as_deref(),
+                max_series,
+            },
+            if json {
+                views::CompareOutput::Json
+            } else {
+                views::CompareOutput::Text(format)
+            },
+            fail_if,
+        ),
+        Commands::Compare {
+            files,
             label,
             detail,
             json,
             format,
             svg,
             flamegraph,
+            cpu_flamegraph,
             force,
             fail_if,
+            ..
         } => views::compare_command(
             &files,
             &label,
@@ -84,6 +113,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             views::Drawings {
                 svg: svg.as_deref(),
                 flamegraph: flamegraph.as_deref(),
+                cpu_flamegraph: cpu_flamegraph.as_deref(),
             },
             force,
             fail_if,

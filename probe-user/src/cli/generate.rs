@@ -1,8 +1,9 @@
 //! `vmtrace generate`: man pages and shell completion scripts, generated
 //! from the clap definitions in `cli`, so that they never drift from the
 //! options vmtrace really takes, and the JSON Schemas of its JSON,
-//! generated from the types it serialises (`view::json`). Printed, never
-//! installed.
+//! generated from the types it serialises (`view::json`), and the doc
+//! tables that list signals (`view::docs`), generated from the catalogue
+//! and the views. Printed, never installed.
 
 use std::io::Write;
 
@@ -14,7 +15,7 @@ use super::Cli;
 
 /// Writes what `kind` names to `out`: `man` (vmtrace's page, or with
 /// `command` that command's: `vmtrace-run(1)`), `schema` (of `command`'s
-/// JSON) or `complete-SHELL`.
+/// JSON), `docs` (the doc table `command` names) or `complete-SHELL`.
 pub fn generate(kind: &str, command: Option<&str>, out: &mut dyn Write) -> Result<()> {
     let mut cli = Cli::command();
     cli.build();
@@ -26,6 +27,16 @@ pub fn generate(kind: &str, command: Option<&str>, out: &mut dyn Write) -> Resul
                 .with_context(|| format!("no JSON Schema for `{name}`; name one of: {names}"))?;
             writeln!(out, "{}", serde_json::to_string_pretty(&schema)?)
                 .context("writing the schema")?;
+        }
+        "docs" => {
+            use crate::view::docs::{self, DocTable};
+            let names: Vec<&str> = DocTable::ALL.iter().map(|t| t.name()).collect();
+            let names = names.join(", ");
+            let name = command.with_context(|| format!("which table? name one of: {names}"))?;
+            let t = DocTable::from_name(name)
+                .with_context(|| format!("no doc table `{name}`; name one of: {names}"))?;
+            let metrics = crate::kernel::probes::documented();
+            write!(out, "{}", docs::table(t, &metrics)).context("writing the table")?;
         }
         "man" => {
             let man = match command {
@@ -105,5 +116,34 @@ mod tests {
         let mut out = Vec::new();
         assert!(generate("complete-bash", Some("run"), &mut out).is_err());
         assert!(generate("complete-tcsh", None, &mut out).is_err());
+    }
+
+    #[test]
+    fn doc_tables_print_by_name_and_the_help_teaches_them() {
+        use crate::view::docs::DocTable;
+        use clap::CommandFactory;
+        for t in DocTable::ALL {
+            let md = text("docs", Some(t.name()));
+            assert!(md.starts_with("| ") && md.contains("\n|---|"), "{md}");
+        }
+        let metrics = text("docs", Some("metrics"));
+        for id in crate::kernel::probes::MetricId::ALL {
+            assert!(metrics.contains(&format!("\n| {}", id.name())), "{id:?}");
+        }
+        let mut out = Vec::new();
+        let e = generate("docs", None, &mut out).expect_err("no table");
+        assert!(e.to_string().contains("name one of: metrics"), "{e}");
+        let e = generate("docs", Some("nonesuch"), &mut out).expect_err("unknown");
+        assert!(e.to_string().contains("no doc table `nonesuch`"), "{e}");
+        let mut cli = super::Cli::command();
+        let help = cli
+            .find_subcommand_mut("generate")
+            .expect("generate")
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("vmtrace generate docs"), "{help}");
+        for t in DocTable::ALL {
+            assert!(help.contains(t.name()), "{}: {help}", t.name());
+        }
     }
 }

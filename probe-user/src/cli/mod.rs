@@ -9,10 +9,13 @@ mod argv;
 mod dispatch;
 pub mod exit;
 mod generate;
+mod parse;
+mod probe_args;
 mod views;
 
 pub use argv::hoist_bundled_options;
 pub use dispatch::{dispatch, one_line_usage_error};
+pub use probe_args::ProbeArgs;
 
 use std::{ffi::OsString, path::PathBuf};
 
@@ -20,6 +23,7 @@ use clap::{Parser, Subcommand};
 
 use crate::model::units::{parse_rate, parse_size};
 use crate::view::export::ExportFormat;
+use parse::{parse_fail_if, parse_interval, parse_on_off, parse_sysctl};
 
 /// `--format` of `export`: the view's one list of formats.
 impl clap::ValueEnum for ExportFormat {
@@ -208,8 +212,37 @@ vmtrace compare good*.json --vs new*.json --fail-if slower:5 || echo slower"
     Compare {
         /// Recordings: group A (the baseline), then `--vs` and the
         /// recordings of group B, and so on
-        #[arg(required = true, value_name = "FILE... --vs FILE...", allow_hyphen_values = true, num_args = 1..)]
+        #[arg(required_unless_present = "prometheus", value_name = "FILE... --vs FILE...", allow_hyphen_values = true, num_args = 1..)]
         files: Vec<String>,
+        /// Compare two groups of hosts instead, read from this
+        /// Prometheus-compatible query API (http://HOST:PORT): A is
+        /// --group, B the matchers after --vs (docs/PROMETHEUS.md)
+        #[arg(long, value_name = "URL")]
+        prometheus: Option<String>,
+        /// With --prometheus: group A's label matcher on
+        /// vmtrace_build_info (`kernel=~"6.1.*"`, `rollout="canary"`);
+        /// repeat to AND several
+        #[arg(long, value_name = "MATCHER", requires = "prometheus")]
+        group: Vec<String>,
+        /// With --prometheus: the window each host's rates are over
+        #[arg(
+            long,
+            value_name = "DURATION",
+            default_value = "1h",
+            requires = "prometheus"
+        )]
+        range: String,
+        /// With --prometheus: the window's end (RFC 3339 or Unix time;
+        /// default now)
+        #[arg(long, value_name = "TIME", requires = "prometheus")]
+        at: Option<String>,
+        /// With --prometheus: only the cgroups matching this regex (a
+        /// service, a slice), from the exporters' per-cgroup series
+        #[arg(long, value_name = "REGEX", requires = "prometheus")]
+        cgroup: Option<String>,
+        /// With --prometheus: the most series one query may return
+        #[arg(long, value_name = "N", default_value_t = crate::host::prometheus_api::MAX_SERIES, requires = "prometheus")]
+        max_series: usize,
         /// Name a group (once per group, in order: A, B, ...)
         #[arg(long, value_name = "NAME")]
         label: Vec<String>,
@@ -234,6 +267,14 @@ vmtrace compare good*.json --vs new*.json --fail-if slower:5 || echo slower"
         /// time than A, blue less)
         #[arg(long, value_name = "PATH")]
         flamegraph: Option<PathBuf>,
+        /// Also write the job's CPU inside reclaim and compaction, B
+        /// against A, by kernel stack: a differential flame graph (SVG:
+        /// widths B's share, red a function whose share grew beyond
+        /// noise, blue shrank, others uncoloured), or with PATH ending in
+        /// .folded the `stack A B` lines of difffolded.pl /
+        /// inferno-diff-folded (shares in ppm)
+        #[arg(long, value_name = "PATH")]
+        cpu_flamegraph: Option<PathBuf>,
         /// Compare recordings of different workloads anyway
         #[arg(long)]
         force: bool,
@@ -282,29 +323,33 @@ vmtrace export a.vmtrace.json b.vmtrace.json --format svg -o latency.svg"
         #[arg(long)]
         redact: bool,
     },
-    /// Print a man page, a shell's completion script or a JSON Schema,
-    /// generated from vmtrace itself
+    /// Print a man page, a shell's completion script, a JSON Schema or
+    /// a doc table, generated from vmtrace itself
     #[command(
         long_about = "Prints, on standard output, a man page (roff) for vmtrace or \
-one of its commands, the completion script of a shell, or the JSON Schema \
+one of its commands, the completion script of a shell, the JSON Schema \
 (draft 2020-12) of what a command prints with --json (run, attach, report, \
-compare, probes) or of a recording file (recording). Nothing is installed: \
-redirect it where your system looks.",
+compare, probes) or of a recording file (recording), or a doc table that \
+lists signals (docs: metrics, prometheus-histograms, prometheus-counters, \
+recording-histograms), in Markdown, as the README and docs/ hold it \
+between `<!-- generated: vmtrace generate docs TABLE -->` and \
+`<!-- end generated -->`. Nothing is installed: redirect it where you need it.",
         after_help = "Examples:\n  \
 vmtrace generate man > vmtrace.1 && man -l vmtrace.1\n  \
 vmtrace generate man run > vmtrace-run.1\n  \
 vmtrace generate schema compare > vmtrace-compare.schema.json\n  \
+vmtrace generate docs metrics\n  \
 vmtrace generate complete-bash > /etc/bash_completion.d/vmtrace\n  \
 vmtrace generate complete-zsh > ~/.zfunc/_vmtrace\n  \
 vmtrace generate complete-fish > ~/.config/fish/completions/vmtrace.fish"
     )]
     Generate {
         /// What to print
-        #[arg(value_parser = ["man", "schema", "complete-bash", "complete-zsh", "complete-fish"])]
+        #[arg(value_parser = ["man", "schema", "docs", "complete-bash", "complete-zsh", "complete-fish"])]
         kind: String,
         /// With `man`: the command whose page to print (run, attach,
-        /// kernels, ...); vmtrace's own page without it. With `schema`:
-        /// run, attach, report, compare, probes or recording
+        /// kernels, ...); vmtrace's own page without it. With `schema`
+        /// or `docs`: which (see above)
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
@@ -329,72 +374,6 @@ vmtrace generate complete-fish > ~/.config/fish/completions/vmtrace.fish"
         /// Patches to apply, in order (patch -p1)
         patches: Vec<PathBuf>,
     },
-}
-
-/// The probes' options, the same for `run` and `attach` (flattened into
-/// both): what costs the traced tasks or the machine more, off unless
-/// asked (and the stacks, on unless refused).
-#[derive(Debug, clap::Args)]
-pub struct ProbeArgs {
-    /// Time every user page fault of the traced tasks, minor and major
-    #[arg(
-        long,
-        long_help = "Time every user page fault of the traced tasks (the command, or \
-attach's targets; minor and major \
-latency histograms). Off by default because it costs the fault path: measured \
-here, about +200 ns on a ~2.1 us first-touch minor fault (~10%; up to ~20% on a \
-warm fault loop), from a tp_btf program on page_fault_user plus a perf-event \
-program on PAGE_FAULTS_MIN. Fault counts need none of this: they come from \
-rusage, the kernel's per-task counters and the PAGE_FAULTS_MAJ event. Faults \
-taken inside the kernel through get_user_pages (mlock, MAP_POPULATE) are not \
-timed: the kernel raises no perf event for them."
-    )]
-    pub fault_latency: bool,
-
-    /// Count page allocations per node and zone (kmem:mm_page_alloc; a
-    /// hot path)
-    #[arg(
-        long,
-        long_help = "Count the pages allocated from each zone of each node, by every \
-task (kmem:mm_page_alloc, the node and zone found from the pfn): the zone table's \
-allocated column. /proc/vmstat pgalloc_<zone> (always in the report) gives the \
-same per zone type but not per node. Which zone an allocation comes from shows \
-pressure between zones only under global reclaim (a machine short of memory): \
-reclaim in a memory box (--mem) is not limited by zone, and zones, watermarks \
-and kswapd take no part in it. Off by default: every page allocation of every \
-task runs the probe (see docs/BENCHMARKS.md for its measured cost)."
-    )]
-    pub page_alloc: bool,
-
-    /// Take no kernel stacks at reclaim ends: no "where reclaim was
-    /// entered" section
-    #[arg(
-        long,
-        long_help = "Take no kernel stacks at reclaim ends, so no \"where reclaim \
-was entered\" section. By default each direct or memcg reclaim of the traced tasks \
-takes its kernel stack once, at its end, after the stall is timed (bpf_get_stackid into a stack-trace \
-map), with the allocation's GFP flags and order, and its stall is added to that \
-path's row: a reclaim comes every few ms under pressure, and no fault pays \
-anything. See docs/BENCHMARKS.md for the reclaim begin's cost with and without."
-    )]
-    pub no_stacks: bool,
-
-    /// Report each eBPF program's runs and average run time (switches
-    /// kernel.bpf_stats_enabled on while tracing: ~20 ns per program
-    /// run; attach --serve serves them too)
-    #[arg(long)]
-    pub bpf_stats: bool,
-}
-
-impl From<ProbeArgs> for crate::session::run_options::ProbeOptions {
-    fn from(a: ProbeArgs) -> Self {
-        crate::session::run_options::ProbeOptions {
-            fault_latency: a.fault_latency,
-            page_alloc: a.page_alloc,
-            no_stacks: a.no_stacks,
-            bpf_stats: a.bpf_stats,
-        }
-    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -443,7 +422,7 @@ booted with mem=64M. Meant for a small machine or guest (`vmtrace kernels --mem 
     /// baseline for measuring what tracing costs)
     #[arg(
         long,
-        conflicts_with_all = ["fault_latency", "page_alloc", "bpf_stats", "no_stacks"]
+        conflicts_with_all = ["fault_latency", "page_alloc", "bpf_stats", "no_stacks", "debug_probes"]
     )]
     pub no_probes: bool,
 
@@ -635,76 +614,4 @@ pub struct AttachArgs {
     #[arg(long, value_name = "fine|coarse", default_value = "fine", requires = "serve",
           value_parser = ["fine", "coarse"])]
     pub cgroup_buckets: String,
-}
-
-/// `on` or `off` (also yes/no, y/n, 1/0).
-fn parse_on_off(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "on" | "yes" | "y" | "1" => Ok(true),
-        "off" | "no" | "n" | "0" => Ok(false),
-        _ => Err(format!("`{text}`: give on or off")),
-    }
-}
-
-/// `NAME=VALUE` of --sysctl; the name must be a memory-management
-/// sysctl (host::sysctl::settable) this kernel has under /proc/sys.
-fn parse_sysctl(text: &str) -> Result<(String, String), String> {
-    let Some((name, value)) = text.split_once('=') else {
-        return Err(format!("`{text}`: give NAME=VALUE, like vm.page-cluster=0"));
-    };
-    let name = crate::host::sysctl::settable(name)?;
-    let name = name.as_str();
-    if !crate::host::sysctl::exists(name) {
-        return Err(format!(
-            "this kernel has no sysctl {name} ({} does not exist)",
-            crate::host::sysctl::path_of(name).display()
-        ));
-    }
-    Ok((name.to_string(), value.trim().to_string()))
-}
-
-/// `compare --fail-if slower[:PCT]`: the least slowdown that fails, in
-/// percent of the baseline's elapsed time (0 without PCT).
-fn parse_fail_if(text: &str) -> Result<f64, String> {
-    let usage =
-        || format!("--fail-if {text}: use slower, or slower:PCT with PCT a percentage like 5");
-    let pct = match text.trim().split_once(':') {
-        None if text.trim() == "slower" => return Ok(0.0),
-        Some(("slower", pct)) => pct.trim().trim_end_matches('%'),
-        _ => return Err(usage()),
-    };
-    match pct.parse::<f64>() {
-        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
-        _ => Err(usage()),
-    }
-}
-
-/// A sampling interval: at least 10 ms, at most an hour.
-fn parse_interval(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds, like 1 or 0.5"))?;
-    if !(0.01..=3600.0).contains(&v) {
-        return Err(format!(
-            "--interval {text} is out of range; use 0.01 to 3600 seconds"
-        ));
-    }
-    Ok(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_fail_if;
-
-    #[test]
-    fn fail_if_takes_slower_and_a_percentage() {
-        assert_eq!(parse_fail_if("slower"), Ok(0.0));
-        assert_eq!(parse_fail_if("slower:5"), Ok(5.0));
-        assert_eq!(parse_fail_if("slower:2.5%"), Ok(2.5));
-        for bad in ["faster", "slower:", "slower:x", "slower:-1", "slow:5"] {
-            let e = parse_fail_if(bad).expect_err(bad);
-            assert!(e.contains("slower:PCT"), "{e}");
-        }
-    }
 }

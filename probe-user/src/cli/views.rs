@@ -10,7 +10,6 @@ use std::{
 use anyhow::{Context, Result};
 
 use super::TextForm;
-use super::dispatch::STDOUT;
 use crate::{
     analysis::{Comparison, GroupInput},
     host::stdout,
@@ -20,8 +19,15 @@ use crate::{
     view::{export::ExportFormat, json},
 };
 
+/// What a failed write to standard output is said as (its error after),
+/// here and in `dispatch`.
+pub(super) const STDOUT: &str = "writing to standard output";
+
 fn read_all(files: &[PathBuf]) -> Result<Vec<Recording>> {
-    files.iter().map(|f| Recording::read(f)).collect()
+    files
+        .iter()
+        .map(|f| crate::host::recording_file::read(f))
+        .collect()
 }
 
 /// The recordings as compare needs them: each run's report without its
@@ -32,7 +38,7 @@ fn read_without_timelines(files: &[PathBuf]) -> Result<Vec<Recording>> {
     files
         .iter()
         .map(|f| {
-            let mut rec = Recording::read(f)?;
+            let mut rec = crate::host::recording_file::read(f)?;
             for run in &mut rec.runs {
                 run.report.timeline = Vec::new();
             }
@@ -117,6 +123,9 @@ pub(super) fn compare_command(
     if let Some(path) = drawings.flamegraph {
         write_flamegraph(path, &columns[0].comparison)?;
     }
+    if let Some(path) = drawings.cpu_flamegraph {
+        write_cpu_flamegraph(path, &columns[0].comparison, &inputs)?;
+    }
     // Labels, workloads and machines' names come from the recordings.
     let text = || {
         printable_lines(&crate::view::compare::columns::render(
@@ -125,8 +134,10 @@ pub(super) fn compare_command(
     };
     match output {
         CompareOutput::Json => stdout::println(&json::to_json(&json::CompareDocument {
+            source: json::Source::Recordings,
             columns: &columns,
             not_compared: &skipped,
+            fleet: None,
         })?),
         CompareOutput::Text(TextForm::Auto) if colour_on_stdout() => {
             stdout::print(&crate::view::report::colourize(&text()))
@@ -144,6 +155,70 @@ pub(super) fn compare_command(
     };
     Ok(match fail_if {
         Some(_) if columns.iter().any(slower) => super::exit::CONDITION_MET,
+        _ => 0,
+    })
+}
+
+/// `compare --prometheus`'s arguments.
+pub(super) struct FleetArgs<'a> {
+    pub url: &'a str,
+    /// `--group`: A's matchers.
+    pub group: &'a [String],
+    /// The positional words: more of A's matchers, `--vs`, B's.
+    pub rest: &'a [String],
+    pub range: &'a str,
+    pub at: Option<&'a str>,
+    pub cgroup: Option<&'a str>,
+    pub max_series: usize,
+}
+
+/// `vmtrace compare --prometheus URL --group M --vs M`: two groups of
+/// hosts, as text or a `vmtrace-compare` document (`source`:
+/// prometheus); `--fail-if` as for recordings, on reclaim stall time.
+pub(super) fn fleet_command(
+    args: &FleetArgs,
+    output: CompareOutput,
+    fail_if: Option<f64>,
+) -> Result<i32> {
+    let mut parts = args.rest.split(|a| a == "--vs");
+    let mut a: Vec<String> = args.group.to_vec();
+    a.extend(parts.next().unwrap_or_default().iter().cloned());
+    let b: Vec<String> = parts.next().unwrap_or_default().to_vec();
+    if parts.next().is_some() || a.is_empty() || b.is_empty() {
+        anyhow::bail!(
+            "compare --prometheus needs two groups: --group 'kernel=~\"6.1.*\"' --vs 'kernel=~\"6.12.*\"'"
+        );
+    }
+    let (query, [ga, gb]) = crate::session::fleet::read(&crate::session::fleet::Ask {
+        url: args.url,
+        groups: [a, b],
+        window: args.range,
+        at: args.at,
+        cgroup: args.cgroup,
+        max_series: args.max_series,
+    })?;
+    let fleet = crate::analysis::fleet::compare(query, &ga, &gb);
+    let text = || printable_lines(&crate::view::compare::fleet::render(&fleet));
+    match output {
+        CompareOutput::Json => stdout::println(&json::to_json(&json::CompareDocument {
+            source: json::Source::Prometheus,
+            columns: &[],
+            not_compared: &[],
+            fleet: Some(&fleet),
+        })?),
+        CompareOutput::Text(TextForm::Auto) if colour_on_stdout() => {
+            stdout::print(&crate::view::report::colourize(&text()))
+        }
+        CompareOutput::Text(TextForm::Auto | TextForm::Text) => stdout::print(&text()),
+    }
+    .context(STDOUT)?;
+    let slower = fleet.verdict == crate::analysis::Verdict::Slower
+        && fleet
+            .stall_time
+            .and_then(|c| c.pct)
+            .is_none_or(|p| p >= fail_if.unwrap_or(0.0));
+    Ok(match fail_if {
+        Some(_) if slower => super::exit::CONDITION_MET,
         _ => 0,
     })
 }
@@ -188,23 +263,56 @@ pub(super) struct Drawings<'a> {
     pub svg: Option<&'a Path>,
     /// `--flamegraph`: where reclaim was entered, B against A.
     pub flamegraph: Option<&'a Path>,
+    /// `--cpu-flamegraph`: the CPU inside the stalls, B against A.
+    pub cpu_flamegraph: Option<&'a Path>,
+}
+
+/// `compare --cpu-flamegraph`: the job's in-stall CPU of B against A,
+/// as a differential SVG (only functions that moved coloured), or a
+/// `.folded` diff.
+fn write_cpu_flamegraph(path: &Path, cmp: &Comparison, inputs: &[GroupInput]) -> Result<()> {
+    check_writable(path)?;
+    let stacks = crate::analysis::profile::stack_shares(inputs, 1);
+    let folded = path.extension().is_some_and(|e| e == "folded");
+    let text = if folded {
+        crate::view::export::cpu_folded::diff_folded(&stacks)?
+    } else {
+        let moved: Vec<&str> = crate::analysis::profile::moved(&cmp.profile, 1)
+            .iter()
+            .map(|r| r.function.as_str())
+            .collect();
+        let label = |i: usize| cmp.groups.get(i).map_or("?", |g| g.label.as_str());
+        let title = format!(
+            "CPU inside reclaim and compaction: {} vs {}",
+            label(1),
+            label(0)
+        );
+        crate::view::export::cpu_folded::differential_svg(
+            &stacks,
+            &|f: &str| moved.contains(&f),
+            &title,
+        )?
+    };
+    crate::host::output::write_atomic(path, text.as_bytes()).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {}: {e}; choose another path with --cpu-flamegraph",
+            path.display()
+        )
+    })?;
+    eprintln!("vmtrace: CPU flame graph written to {}", path.display());
+    Ok(())
 }
 
 /// `compare --flamegraph`: the ways in of B against A, differential.
 fn write_flamegraph(path: &Path, cmp: &Comparison) -> Result<()> {
     check_writable(path)?;
     let mean = |d: Option<crate::analysis::stats::Describe>| d.map_or(0.0, |d| d.mean);
-    let ways: Vec<(String, Vec<String>, f64, f64)> = cmp
+    let ways: Vec<(crate::model::report::EntryWay, Vec<String>, f64, f64)> = cmp
         .entries
         .iter()
         .map(|r| {
             let b = r.groups.get(1).copied().flatten();
-            (
-                r.context.clone(),
-                r.frames.clone(),
-                mean(r.groups[0]),
-                mean(b),
-            )
+            (r.context, r.frames.clone(), mean(r.groups[0]), mean(b))
         })
         .collect();
     let label = |i: usize| cmp.groups.get(i).map_or("?", |g| g.label.as_str());

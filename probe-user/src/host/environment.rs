@@ -1,4 +1,4 @@
-//! Reads the machine a recording is made on (`Environment::capture`):
+//! Reads the machine a recording is made on (`capture`):
 //! /proc and /sys under a root directory (`/`, or a snapshot in tests),
 //! the job directory's mount, and the guest's storage as its job said.
 //! What the text means is the model's (`model::recording::environment`).
@@ -10,53 +10,51 @@ use crate::model::recording::environment::{
     meminfo_bytes, parse_swaps, selected,
 };
 
-impl Environment {
-    /// Reads the running machine.
-    pub fn capture() -> Environment {
-        Environment::capture_at(Path::new("/"))
-    }
+/// Reads the running machine.
+pub fn capture() -> Environment {
+    capture_at(Path::new("/"))
+}
 
-    /// Reads a machine whose /proc and /sys are under `root`.
-    pub fn capture_at(root: &Path) -> Environment {
-        let read = |p: &str| {
-            std::fs::read_to_string(root.join(p))
-                .ok()
-                .map(|s| s.trim().to_string())
-        };
-        let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
-        let meminfo = read("proc/meminfo").unwrap_or_default();
-        let vm_sysctls = VM_SYSCTLS
-            .iter()
-            .filter_map(|name| Some((name.to_string(), read(&format!("proc/sys/vm/{name}"))?)))
-            .collect();
-        Environment {
-            hostname: read("proc/sys/kernel/hostname").unwrap_or_default(),
-            kernel_release: read("proc/sys/kernel/osrelease").unwrap_or_default(),
-            kernel_version: read("proc/version").unwrap_or_default(),
-            boot_cmdline: read("proc/cmdline").unwrap_or_default(),
-            cpu_model: cpu_model(&cpuinfo),
-            cpus: cpus(&cpuinfo),
-            mem_total_bytes: meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0),
-            swap_devices: parse_swaps(&read("proc/swaps").unwrap_or_default()),
-            vm_sysctls,
-            thp_enabled: read("sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected(&s)),
-            thp_defrag: read("sys/kernel/mm/transparent_hugepage/defrag").map(|s| selected(&s)),
-            zswap_enabled: read("sys/module/zswap/parameters/enabled"),
-            zswap_compressor: read("sys/module/zswap/parameters/compressor"),
-            mglru: read("sys/kernel/mm/lru_gen/enabled"),
-            mthp_enabled: mthp(&root.join("sys/kernel/mm/transparent_hugepage")),
-            delay_accounting: DelayAccounting::of_release(
-                &read("proc/sys/kernel/osrelease").unwrap_or_default(),
-            ),
-            job_fs: std::env::current_dir()
-                .ok()
-                .and_then(|cwd| fs_type_of(&read("proc/self/mountinfo").unwrap_or_default(), &cwd)),
-            guest_storage: std::env::var("VMTRACE_GUEST_STORAGE")
-                .ok()
-                .filter(|s| !s.is_empty()),
-            cpu_time_accounting: kernel_config(root, &read("proc/sys/kernel/osrelease"))
-                .and_then(|c| CpuTimeAccounting::of(&c, &cpuinfo)),
-        }
+/// Reads a machine whose /proc and /sys are under `root`.
+pub fn capture_at(root: &Path) -> Environment {
+    let read = |p: &str| {
+        std::fs::read_to_string(root.join(p))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
+    let meminfo = read("proc/meminfo").unwrap_or_default();
+    let vm_sysctls = VM_SYSCTLS
+        .iter()
+        .filter_map(|name| Some((name.to_string(), read(&format!("proc/sys/vm/{name}"))?)))
+        .collect();
+    Environment {
+        hostname: read("proc/sys/kernel/hostname").unwrap_or_default(),
+        kernel_release: read("proc/sys/kernel/osrelease").unwrap_or_default(),
+        kernel_version: read("proc/version").unwrap_or_default(),
+        boot_cmdline: read("proc/cmdline").unwrap_or_default(),
+        cpu_model: cpu_model(&cpuinfo),
+        cpus: cpus(&cpuinfo),
+        mem_total_bytes: meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0),
+        swap_devices: parse_swaps(&read("proc/swaps").unwrap_or_default()),
+        vm_sysctls,
+        thp_enabled: read("sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected(&s)),
+        thp_defrag: read("sys/kernel/mm/transparent_hugepage/defrag").map(|s| selected(&s)),
+        zswap_enabled: read("sys/module/zswap/parameters/enabled"),
+        zswap_compressor: read("sys/module/zswap/parameters/compressor"),
+        mglru: read("sys/kernel/mm/lru_gen/enabled"),
+        mthp_enabled: mthp(&root.join("sys/kernel/mm/transparent_hugepage")),
+        delay_accounting: DelayAccounting::of_release(
+            &read("proc/sys/kernel/osrelease").unwrap_or_default(),
+        ),
+        job_fs: std::env::current_dir()
+            .ok()
+            .and_then(|cwd| fs_type_of(&read("proc/self/mountinfo").unwrap_or_default(), &cwd)),
+        guest_storage: std::env::var("VMTRACE_GUEST_STORAGE")
+            .ok()
+            .filter(|s| !s.is_empty()),
+        cpu_time_accounting: kernel_config(root, &read("proc/sys/kernel/osrelease"))
+            .and_then(|c| CpuTimeAccounting::of(&c, &cpuinfo)),
     }
 }
 
@@ -107,7 +105,7 @@ mod tests {
 
     #[test]
     fn captures_this_machine() {
-        let env = Environment::capture();
+        let env = capture();
         assert!(!env.kernel_release.is_empty());
         assert!(env.cpus >= 1);
         assert!(env.mem_total_bytes > 0);
@@ -159,7 +157,7 @@ mod tests {
             "sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled",
             "always inherit madvise [never]\n",
         );
-        let env = Environment::capture_at(&root);
+        let env = capture_at(&root);
         let _ = std::fs::remove_dir_all(&root);
         assert_eq!(env.kernel_release, "6.1.0-57-amd64");
         assert_eq!((env.cpus, env.cpu_model.as_str()), (1, "Test CPU"));

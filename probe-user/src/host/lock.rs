@@ -12,7 +12,9 @@
 //! one-line error naming the lock and its holder) and ends at once on
 //! SIGINT, SIGTERM or SIGHUP. Each vmtrace also holds `live-PID.lock`
 //! for its whole life: another vmtrace takes a pid for a dead vmtrace's
-//! only when it can take that lock, whatever the program is called.
+//! only when it can take that lock, whatever the program is called;
+//! a leftover named `vmtrace-<pid>` (a cgroup, a swapfile, a state file)
+//! is stale by that test (`owner_is_gone`).
 
 use std::{
     fs::File,
@@ -142,6 +144,22 @@ impl StateDir {
     /// when `create`; a link, a non-file, or a file not ours alone is
     /// refused in one line. None when it does not exist (and not `create`).
     pub fn file(&self, name: &str, create: bool) -> Result<Option<File>> {
+        // A file with no link left was removed between our open and
+        // our fstat, by another vmtrace's sweep of dead live locks (it
+        // takes each lock before removing it, and a starting vmtrace
+        // creates its own before locking it): gone, so open again (a
+        // few times: each removal is one sweep's, and sweeps are few).
+        for _ in 0..8 {
+            match self.file_once(name, create)? {
+                Opened::Gone if create => continue,
+                Opened::Gone | Opened::Absent => return Ok(None),
+                Opened::File(f) => return Ok(Some(f)),
+            }
+        }
+        bail!("{STATE_DIR}/{name} was removed as often as it was made; run vmtrace again")
+    }
+
+    fn file_once(&self, name: &str, create: bool) -> Result<Opened> {
         let mut flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
         if create {
             flags |= libc::O_CREAT;
@@ -152,7 +170,7 @@ impl StateDir {
         if raw < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
-                Some(libc::ENOENT) if !create => return Ok(None),
+                Some(libc::ENOENT) if !create => return Ok(Opened::Absent),
                 Some(libc::ELOOP) => bail!(
                     "remove {STATE_DIR}/{name}: it is a symbolic link, which vmtrace never \
                      writes; nothing was read from it"
@@ -163,6 +181,9 @@ impl StateDir {
         // SAFETY: a descriptor just opened, owned from here on.
         let file = unsafe { File::from_raw_fd(raw) };
         let st = fstat(&file)?;
+        if st.st_nlink == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+            return Ok(Opened::Gone);
+        }
         let why = if st.st_mode & libc::S_IFMT != libc::S_IFREG {
             Some("not a plain file".to_string())
         } else if st.st_nlink != 1 {
@@ -176,7 +197,7 @@ impl StateDir {
                  was read from it"
             );
         }
-        Ok(Some(file))
+        Ok(Opened::File(file))
     }
 
     /// The names of the entries in the directory.
@@ -356,6 +377,15 @@ fn holder(file: &File) -> String {
     }
 }
 
+/// What one open of a state file found.
+enum Opened {
+    File(File),
+    /// Not there (and not created).
+    Absent,
+    /// Removed by another vmtrace between the open and the fstat.
+    Gone,
+}
+
 /// `live-PID.lock`, held (flock, exclusive) for the life of the vmtrace
 /// that took it, and removed when it drops.
 pub struct LiveLock {
@@ -418,6 +448,21 @@ pub fn vmtrace_alive(pid: u32) -> bool {
     }
 }
 
+/// Whether `vmtrace-<pid>` (a cgroup, a sysctl state file) names a
+/// vmtrace that is no longer running (`vmtrace_alive`).
+pub(crate) fn owner_is_gone(name: &str) -> bool {
+    let Some(pid) = name
+        .strip_prefix("vmtrace-")
+        .map(|rest| rest.trim_end_matches(".swap"))
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    // Gone, or the pid now belongs to something else: by the live lock
+    // each vmtrace holds for its life, not by the program's name.
+    !vmtrace_alive(pid)
+}
+
 /// Removes the live locks of vmtraces that are gone (after their
 /// leftovers were cleaned up), each taken first so that a live one's is
 /// never removed.
@@ -441,5 +486,23 @@ pub fn remove_dead_live_locks() {
         {
             let _ = dir.remove(&name);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_names_are_those_of_dead_vmtraces() {
+        // Our own pid is alive and ours: never stale.
+        assert!(!owner_is_gone(&format!("vmtrace-{}", std::process::id())));
+        // Not vmtrace's naming: never touched.
+        assert!(!owner_is_gone("system.slice"));
+        assert!(!owner_is_gone("vmtrace-abc"));
+        // pid 1 is alive but is not vmtrace: its name is stale.
+        assert!(owner_is_gone("vmtrace-1.swap"));
+        // A pid beyond pid_max cannot be running.
+        assert!(owner_is_gone("vmtrace-4294967294"));
     }
 }

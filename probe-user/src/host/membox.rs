@@ -507,21 +507,6 @@ fn create_memcg(mounts: &CgroupMounts, name: &str, limit: u64) -> Result<Cgroup>
     )
 }
 
-/// Whether `vmtrace-<pid>` (a cgroup, a sysctl state file) names a
-/// vmtrace that is no longer running (host::lock::vmtrace_alive).
-pub(crate) fn owner_is_gone(name: &str) -> bool {
-    let Some(pid) = name
-        .strip_prefix("vmtrace-")
-        .map(|rest| rest.trim_end_matches(".swap"))
-        .and_then(|p| p.parse::<u32>().ok())
-    else {
-        return false;
-    };
-    // Gone, or the pid now belongs to something else: by the live lock
-    // each vmtrace holds for its life, not by the program's name.
-    !crate::host::lock::vmtrace_alive(pid)
-}
-
 /// Removes what a vmtrace that died (kill -9, OOM kill) left behind: its
 /// cgroups (killing what still runs in them) and its swapfiles. Returns
 /// what was removed, for a notice; errors are left for the next start.
@@ -539,7 +524,7 @@ pub fn clean_stale(swap_dir: &Path) -> Vec<String> {
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if e.path().is_dir() && owner_is_gone(&name) {
+            if e.path().is_dir() && crate::host::lock::owner_is_gone(&name) {
                 // Dropping the handle kills the tasks and removes the dir.
                 drop(Cgroup {
                     dir: e.path(),
@@ -651,19 +636,6 @@ mod tests {
         // Nothing at the start (a new cgroup): the end as is.
         let d = at(9, 9, 9, 9).since(&BoxCounters::default());
         assert_eq!(d, at(9, 9, 9, 9));
-    }
-
-    #[test]
-    fn stale_names_are_those_of_dead_vmtraces() {
-        // Our own pid is alive and ours: never stale.
-        assert!(!owner_is_gone(&format!("vmtrace-{}", std::process::id())));
-        // Not vmtrace's naming: never touched.
-        assert!(!owner_is_gone("system.slice"));
-        assert!(!owner_is_gone("vmtrace-abc"));
-        // pid 1 is alive but is not vmtrace: its name is stale.
-        assert!(owner_is_gone("vmtrace-1.swap"));
-        // A pid beyond pid_max cannot be running.
-        assert!(owner_is_gone("vmtrace-4294967294"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod private_dir;
 pub mod privilege;
 pub mod privsep;
 pub mod proc;
+pub mod prometheus_api;
 pub mod recording_file;
 pub mod root_program;
 pub mod stdout;
@@ -46,5 +47,5 @@ pub(crate) fn corpus_path() -> std::path::PathBuf {
 /// The corpus recording, read.
 #[cfg(test)]
 pub(crate) fn corpus_recording() -> crate::model::recording::Recording {
-    crate::model::recording::Recording::read(&corpus_path()).expect("corpus recording")
+    crate::host::recording_file::read(&corpus_path()).expect("corpus recording")
 }

@@ -16,23 +16,22 @@ use crate::model::{
     vmstat::VmStat,
 };
 
-impl VmStat {
-    pub fn read() -> Result<VmStat> {
-        let text = std::fs::read_to_string("/proc/vmstat").context("reading /proc/vmstat")?;
-        Ok(VmStat::parse(&text))
-    }
+/// /proc/vmstat now.
+pub fn read_vmstat() -> Result<VmStat> {
+    let text = std::fs::read_to_string("/proc/vmstat").context("reading /proc/vmstat")?;
+    Ok(VmStat::parse(&text))
+}
 
-    /// A run window's snapshot: /proc/vmstat, its per-CPU parts folded
-    /// in first (`fold_cpu_differentials`), and, where the kernel has
-    /// them (6.10+), the per-size mTHP counters of
-    /// /sys/kernel/mm/transparent_hugepage/hugepages-<size>/stats under
-    /// `mthp/<size>/<name>` keys (see `model::counters`).
-    pub fn read_window() -> Result<VmStat> {
-        fold_cpu_differentials();
-        let mut v = VmStat::read()?;
-        add_mthp_stats(&mut v, Path::new("/sys/kernel/mm/transparent_hugepage"));
-        Ok(v)
-    }
+/// A run window's snapshot: /proc/vmstat, its per-CPU parts folded
+/// in first (`fold_cpu_differentials`), and, where the kernel has
+/// them (6.10+), the per-size mTHP counters of
+/// /sys/kernel/mm/transparent_hugepage/hugepages-<size>/stats under
+/// `mthp/<size>/<name>` keys (see `model::counters`).
+pub fn read_vmstat_window() -> Result<VmStat> {
+    fold_cpu_differentials();
+    let mut v = read_vmstat()?;
+    add_mthp_stats(&mut v, Path::new("/sys/kernel/mm/transparent_hugepage"));
+    Ok(v)
 }
 
 /// Folds every CPU's pending node and zone counter updates into the
@@ -261,7 +260,7 @@ pub fn kswapd_cpu() -> Vec<(u32, f64)> {
 /// The machine's CPU time so far: the /proc/stat `cpu` line (clock
 /// ticks summed over every CPU since boot) and how many `cpuN` lines it
 /// sums. A run window reads it when it opens and when it closes;
-/// `MachineCpu::between` is what the CPUs did in between.
+/// `machine_cpu_between` is what the CPUs did in between.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuTimes {
     pub cpus: u32,
@@ -311,27 +310,25 @@ pub fn read_cpu_times() -> Option<CpuTimes> {
     parse_cpu_times(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-impl MachineCpu {
-    /// What the CPUs did between two readings of /proc/stat, in
-    /// seconds (USER_HZ ticks); a column that went backwards (a CPU
-    /// taken offline takes its ticks with it) reads 0.
-    pub fn between(before: &CpuTimes, after: &CpuTimes) -> MachineCpu {
-        Self::from_ticks(before, after, user_hz())
-    }
+/// What the CPUs did between two readings of /proc/stat, in seconds
+/// (USER_HZ ticks); a column that went backwards (a CPU taken offline
+/// takes its ticks with it) reads 0.
+pub fn machine_cpu_between(before: &CpuTimes, after: &CpuTimes) -> MachineCpu {
+    machine_cpu_from_ticks(before, after, user_hz())
+}
 
-    fn from_ticks(before: &CpuTimes, after: &CpuTimes, hz: f64) -> MachineCpu {
-        let s = |i: usize| after.ticks[i].saturating_sub(before.ticks[i]) as f64 / hz;
-        MachineCpu {
-            cpus: after.cpus,
-            user_s: s(0),
-            nice_s: s(1),
-            system_s: s(2),
-            idle_s: s(3),
-            iowait_s: s(4),
-            irq_s: s(5),
-            softirq_s: s(6),
-            steal_s: s(7),
-        }
+fn machine_cpu_from_ticks(before: &CpuTimes, after: &CpuTimes, hz: f64) -> MachineCpu {
+    let s = |i: usize| after.ticks[i].saturating_sub(before.ticks[i]) as f64 / hz;
+    MachineCpu {
+        cpus: after.cpus,
+        user_s: s(0),
+        nice_s: s(1),
+        system_s: s(2),
+        idle_s: s(3),
+        iowait_s: s(4),
+        irq_s: s(5),
+        softirq_s: s(6),
+        steal_s: s(7),
     }
 }
 
@@ -354,14 +351,14 @@ mod tests {
         later.ticks[0] += 150;
         later.ticks[2] += 50;
         later.ticks[7] += 10;
-        let m = MachineCpu::from_ticks(&t, &later, 100.0);
+        let m = machine_cpu_from_ticks(&t, &later, 100.0);
         assert_eq!(
             (m.cpus, m.user_s, m.system_s, m.steal_s),
             (2, 1.5, 0.5, 0.1)
         );
         assert!((m.busy_s() - 2.1).abs() < 1e-12);
         // Backwards (a CPU went offline): 0, not a wrapped count.
-        let m = MachineCpu::from_ticks(&later, &t, 100.0);
+        let m = machine_cpu_from_ticks(&later, &t, 100.0);
         assert_eq!(m.busy_s(), 0.0);
         // This machine's own file reads too.
         let now = read_cpu_times().expect("/proc/stat");

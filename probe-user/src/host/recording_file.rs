@@ -4,7 +4,8 @@
 //! naming the file: only a regular file (never a FIFO, a device or a
 //! directory, which could block or never end), of at most
 //! `MAX_RECORDING_BYTES`. The bytes themselves are the model's
-//! (`Recording::to_bytes`, `Recording::from_reader`).
+//! (`Recording::to_bytes`, `Recording::from_reader`); this file is the
+//! disk: `read`, `write`, `write_private`, `read_held`.
 
 use std::{
     fs,
@@ -16,93 +17,91 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::model::recording::Recording;
 
-impl Recording {
-    /// Writes the recording to `path` atomically, as the user behind
-    /// sudo when there is one (`host::output`: a random temporary name
-    /// created O_EXCL|O_NOFOLLOW, renamed over the final name; a final
-    /// name that is a symbolic link is refused).
-    pub fn write(&self, path: &Path) -> Result<()> {
-        self.write_with(path, crate::host::output::write_atomic)
-    }
+/// Writes the recording to `path` atomically, as the user behind
+/// sudo when there is one (`host::output`: a random temporary name
+/// created O_EXCL|O_NOFOLLOW, renamed over the final name; a final
+/// name that is a symbolic link is refused).
+pub fn write(rec: &Recording, path: &Path) -> Result<()> {
+    write_with(rec, path, crate::host::output::write_atomic)
+}
 
-    /// `write`, readable by its owner only (0600): a recording that lists
-    /// other users' processes (a system-wide or by-name attach).
-    pub fn write_private(&self, path: &Path) -> Result<()> {
-        self.write_with(path, crate::host::output::write_atomic_private)
-    }
+/// `write`, readable by its owner only (0600): a recording that lists
+/// other users' processes (a system-wide or by-name attach).
+pub fn write_private(rec: &Recording, path: &Path) -> Result<()> {
+    write_with(rec, path, crate::host::output::write_atomic_private)
+}
 
-    fn write_with(
-        &self,
-        path: &Path,
-        write: fn(&Path, &[u8]) -> std::io::Result<()>,
-    ) -> Result<()> {
-        let bytes = self.to_bytes()?;
-        write(path, &bytes).map_err(|e| {
-            anyhow!(
-                "cannot write the recording to {}: {e}; choose another path with -o",
-                path.display()
-            )
-        })
-    }
+fn write_with(
+    rec: &Recording,
+    path: &Path,
+    write: fn(&Path, &[u8]) -> std::io::Result<()>,
+) -> Result<()> {
+    let bytes = rec.to_bytes()?;
+    write(path, &bytes).map_err(|e| {
+        anyhow!(
+            "cannot write the recording to {}: {e}; choose another path with -o",
+            path.display()
+        )
+    })
+}
 
-    /// Reads a recording; every failure is one line naming the file.
-    /// Only a regular file is read (opened without blocking, then
-    /// checked on the descriptor: a FIFO, a device or a directory is
-    /// refused at once), of at most `MAX_RECORDING_BYTES`, checked on
-    /// the descriptor and enforced while reading.
-    pub fn read(path: &Path) -> Result<Recording> {
-        let name = path.display();
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|e| anyhow!("cannot read {name}: {e}"))?;
-        Recording::read_open(file, &name.to_string())
-    }
+/// Reads a recording; every failure is one line naming the file.
+/// Only a regular file is read (opened without blocking, then
+/// checked on the descriptor: a FIFO, a device or a directory is
+/// refused at once), of at most `MAX_RECORDING_BYTES`, checked on
+/// the descriptor and enforced while reading.
+pub fn read(path: &Path) -> Result<Recording> {
+    let name = path.display();
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| anyhow!("cannot read {name}: {e}"))?;
+    read_open(file, &name.to_string())
+}
 
-    /// Reads the recording `name` in a held directory (a guest's job
-    /// directory, the invoker's): opened through its descriptor, never
-    /// following a link (`HeldDir::open_file`), then as `read`.
-    pub fn read_held(dir: &crate::host::held_dir::HeldDir, name: &str) -> Result<Recording> {
-        let shown = dir.path().join(name).display().to_string();
-        let file = dir
-            .open_file(name)
-            .map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
-        Recording::read_open(file, &shown)
-    }
+/// Reads the recording `name` in a held directory (a guest's job
+/// directory, the invoker's): opened through its descriptor, never
+/// following a link (`HeldDir::open_file`), then as `read`.
+pub fn read_held(dir: &crate::host::held_dir::HeldDir, name: &str) -> Result<Recording> {
+    let shown = dir.path().join(name).display().to_string();
+    let file = dir
+        .open_file(name)
+        .map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+    read_open(file, &shown)
+}
 
-    fn read_open(file: fs::File, name: &str) -> Result<Recording> {
-        let meta = file
-            .metadata()
-            .map_err(|e| anyhow!("cannot read {name}: {e}"))?;
-        let kind = meta.file_type();
-        if !kind.is_file() {
-            let what = if kind.is_dir() {
-                "a directory"
-            } else if kind.is_fifo() {
-                "a FIFO"
-            } else if kind.is_socket() {
-                "a socket"
-            } else if kind.is_char_device() || kind.is_block_device() {
-                "a device"
-            } else {
-                "not a regular file"
-            };
-            bail!("{name}: {what}, not a recording: give the path of a recording file");
-        }
-        if meta.len() > MAX_RECORDING_BYTES {
-            bail!(
-                "{name}: {} bytes, more than the {} a recording may be: not a vmtrace \
-                 recording, or split its runs into several files",
-                meta.len(),
-                crate::model::format::human(MAX_RECORDING_BYTES)
-            );
-        }
-        // One byte past the cap: a file that grows while it is read is
-        // refused, not followed.
-        let bounded = Bounded(file, MAX_RECORDING_BYTES + 1);
-        Recording::from_reader(bounded, MAX_RECORDING_BYTES).map_err(|e| anyhow!("{name}: {e:#}"))
+fn read_open(file: fs::File, name: &str) -> Result<Recording> {
+    let meta = file
+        .metadata()
+        .map_err(|e| anyhow!("cannot read {name}: {e}"))?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        bail!("{name}: {what}, not a recording: give the path of a recording file");
     }
+    if meta.len() > MAX_RECORDING_BYTES {
+        bail!(
+            "{name}: {} bytes, more than the {} a recording may be: not a vmtrace \
+             recording, or split its runs into several files",
+            meta.len(),
+            crate::model::format::human(MAX_RECORDING_BYTES)
+        );
+    }
+    // One byte past the cap: a file that grows while it is read is
+    // refused, not followed.
+    let bounded = Bounded(file, MAX_RECORDING_BYTES + 1);
+    Recording::from_reader(bounded, MAX_RECORDING_BYTES).map_err(|e| anyhow!("{name}: {e:#}"))
 }
 
 /// The largest recording vmtrace reads: 256 MiB (a recording of a long
@@ -133,7 +132,7 @@ impl std::io::Seek for Bounded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::recording::{Environment, RecordedRun, Workload};
+    use crate::model::recording::{RecordedRun, Workload};
 
     fn sample() -> Recording {
         let mut rec = Recording::new(
@@ -142,7 +141,7 @@ mod tests {
                 arguments: vec!["--mib".into(), "64".into()],
                 seed: Some(1),
             },
-            Environment::capture(),
+            crate::host::environment::capture(),
         );
         rec.runs.push(RecordedRun {
             label: String::new(),
@@ -157,8 +156,8 @@ mod tests {
         let dir = crate::host::test_scratch("rec");
         fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("r.vmtrace.json");
-        rec.write(&path).expect("writes");
-        let back = Recording::read(&path).expect("reads");
+        write(&rec, &path).expect("writes");
+        let back = read(&path).expect("reads");
         assert_eq!(
             serde_json::to_string(&back).expect("ser"),
             serde_json::to_string(&rec).expect("ser")
@@ -176,14 +175,14 @@ mod tests {
         // SAFETY: a valid C string.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         // Blocks forever if it is opened for reading without O_NONBLOCK.
-        let e = format!("{:#}", Recording::read(&fifo).expect_err("refused"));
+        let e = format!("{:#}", read(&fifo).expect_err("refused"));
         assert!(e.contains("a FIFO, not a recording"), "{e}");
-        let e = format!("{:#}", Recording::read(&dir).expect_err("refused"));
+        let e = format!("{:#}", read(&dir).expect_err("refused"));
         assert!(e.contains("a directory"), "{e}");
         let sparse = dir.join("sparse.vmtrace.json");
         let f = fs::File::create(&sparse).expect("create");
         f.set_len(MAX_RECORDING_BYTES + 1).expect("sparse");
-        let e = format!("{:#}", Recording::read(&sparse).expect_err("refused"));
+        let e = format!("{:#}", read(&sparse).expect_err("refused"));
         assert!(e.contains("268435457 bytes, more than the 256 MiB"), "{e}");
         let _ = fs::remove_dir_all(&dir);
     }
@@ -192,7 +191,7 @@ mod tests {
     fn unreadable_and_unwritable_paths_are_one_clear_error() {
         let e = format!(
             "{:#}",
-            Recording::read(Path::new("/nonexistent/r.vmtrace.json")).expect_err("fails")
+            read(Path::new("/nonexistent/r.vmtrace.json")).expect_err("fails")
         );
         assert!(
             e.starts_with("cannot read /nonexistent/r.vmtrace.json"),
@@ -200,9 +199,7 @@ mod tests {
         );
         let e = format!(
             "{:#}",
-            sample()
-                .write(Path::new("/nonexistent-dir/r.vmtrace.json"))
-                .expect_err("fails")
+            write(&sample(), Path::new("/nonexistent-dir/r.vmtrace.json")).expect_err("fails")
         );
         assert!(
             e.contains("/nonexistent-dir/r.vmtrace.json") && e.contains("-o"),

@@ -228,7 +228,7 @@ fn is_stale(path: &Path) -> bool {
         && fs::symlink_metadata(dir)
             .is_ok_and(|m| m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0);
     let file_ok = fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.uid() == 0);
-    dir_ok && file_ok && crate::host::membox::owner_is_gone(&format!("vmtrace-{pid}"))
+    dir_ok && file_ok && crate::host::lock::owner_is_gone(&format!("vmtrace-{pid}"))
 }
 
 /// The state file naming the vmtrace-swap directory this vmtrace makes

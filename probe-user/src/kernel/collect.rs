@@ -5,87 +5,24 @@
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{Array, HashMap as AyaHashMap, PerCpuArray};
 use vmtrace_common::{
-    CgroupStalls, Counter, Counters, Hist, KswapdNode, LRU_LISTS, LruIsolate, LruShrinkActive,
-    LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES, ProcFaultTime,
-    ProcFaults, ReclaimContext, SplitFamily, SplitPart, SplitTotals, Staller, THROTTLE_REASONS,
-    hist::Buckets, isolate_cell, lru_cell, names, order_cell, priority_cell, split_counter,
-    zone_cell,
+    CgroupStalls, Counter, Counters, Hist, IO_SLOTS, IoStart, KswapdNode, LRU_LISTS, LruIsolate,
+    LruShrinkActive, LruShrinkInactive, LruType, MAX_NODES, MAX_ZONES, ORDERS, PRIORITIES,
+    ReclaimContext, SplitFamily, SplitPart, SplitTotals, THROTTLE_REASONS, hist::Buckets,
+    isolate_cell, lru_cell, names, order_cell, priority_cell, split_counter, zone_cell,
 };
 
 use crate::{
     host::proc::read_psi,
-    kernel::probes::Probes,
+    kernel::{
+        probes::Probes,
+        totals::{KernelTotals, LruRow},
+    },
     model::{
         counters::LruSizes,
         sample::{Psi, Sample},
         vmstat::VmStat,
     },
 };
-
-/// Everything the eBPF maps hold, summed over CPUs.
-#[derive(Clone, Debug, Default)]
-pub struct KernelTotals {
-    /// Bucket counts per [`Hist`], indexed by `Hist as usize`.
-    pub hists: Vec<Vec<u64>>,
-    /// Per [`Counter`], indexed by `Counter as usize`.
-    pub counters: Vec<u64>,
-    /// Non-empty (node, context, type) cells of the inactive LRU table.
-    pub lru: Vec<LruRow<LruShrinkInactive>>,
-    /// Non-empty cells of the active LRU table.
-    pub lru_active: Vec<LruRow<LruShrinkActive>>,
-    /// Inactive shrinks per priority (index 0..=12), per context.
-    pub priority: Vec<(ReclaimContext, Vec<u64>)>,
-    /// Target reclaims per allocation order (last cell: that order and
-    /// above), per context; only contexts with any.
-    pub order: Vec<(ReclaimContext, Vec<u64>)>,
-    /// Per process: stall totals (tgid, record).
-    pub stallers: Vec<(u32, Staller)>,
-    /// Where the target's reclaims were entered (full reads only; None
-    /// when the metric is off).
-    pub entries: Option<crate::model::report::ReclaimEntries>,
-    /// The job's CPU profile (full reads only; None when it is off).
-    pub profile: Option<crate::model::profile::ProfileReport>,
-    /// Per node with any kswapd activity: totals, and how long it has been
-    /// awake now if it is (ns).
-    pub kswapd: Vec<(u32, KswapdNode, Option<u64>)>,
-    /// `mm_vmscan_wakeup_kswapd` per (node, zone index).
-    pub kswapd_wakeups: Vec<(u32, u32, u64)>,
-    /// kswapd wakeups per allocation order (last cell: that and above).
-    pub kswapd_wakeup_order: Vec<u64>,
-    /// Who woke kswapd (task name, times).
-    pub kswapd_wakers: Vec<(String, u64)>,
-    /// LRU isolation per (highest zone index, lru list), non-empty cells.
-    pub isolate: Vec<(u32, u32, LruIsolate)>,
-    /// Pages allocated per (node, zone index) (--page-alloc).
-    pub page_alloc: Vec<(u32, u32, u64)>,
-    /// `oom:reclaim_retry_zone` per (node, zone index).
-    pub retry_zone: Vec<(u32, u32, u64)>,
-    /// Fault time per process of the target (--fault-latency).
-    pub process_fault_time: Vec<(u32, ProcFaultTime)>,
-    /// Page faults per process of the target (tgid, record).
-    pub processes: Vec<(u32, ProcFaults)>,
-    /// Target throttling events per reason bit (writeback, isolated,
-    /// noprogress, congested).
-    pub throttle_reasons: Vec<u64>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LruRow<T> {
-    pub node: u32,
-    pub context: ReclaimContext,
-    pub lru: LruType,
-    pub totals: T,
-}
-
-impl KernelTotals {
-    pub fn counter(&self, c: Counter) -> u64 {
-        self.counters.get(c as usize).copied().unwrap_or(0)
-    }
-
-    pub fn hist(&self, h: Hist) -> &[u64] {
-        self.hists.get(h as usize).map_or(&[], Vec::as_slice)
-    }
-}
 
 /// A map of the eBPF object by name.
 fn map<'a>(probes: &'a Probes, name: &str) -> Result<&'a aya::maps::Map> {
@@ -153,6 +90,8 @@ pub fn forget_cgroups(probes: &mut Probes, ids: &[u64]) -> Result<usize> {
 pub fn read(probes: &Probes) -> Result<KernelTotals> {
     let mut t = read_aggregates(probes)?;
     add_live_split(probes, &mut t)?;
+    // One lookup per slot (65,536): at the close only.
+    t.swap_in_flight = swap_in_flight(probes)?;
     t.stallers = hash_entries(probes, names::RECLAIM_STALLERS)?;
     t.processes = hash_entries(probes, names::PROCESS_FAULTS)?;
     t.process_fault_time = hash_entries(probes, names::PROCESS_FAULT_TIME)?;
@@ -183,18 +122,34 @@ fn add_live_split(probes: &Probes, t: &mut KernelTotals) -> Result<()> {
 /// not grow with the processes the machine has run.
 pub fn read_aggregates(probes: &Probes) -> Result<KernelTotals> {
     let mut t = KernelTotals::default();
+    // The page counts first, the closest to the caller's /proc/vmstat:
+    // reading the other maps allocates.
+    read_zone_cells(probes, &mut t)?;
     read_hists(probes, &mut t)?;
     read_counters(probes, &mut t)?;
     read_lru(probes, &mut t)?;
     read_priority_and_order(probes, &mut t)?;
     read_kswapd(probes, &mut t)?;
     read_isolate(probes, &mut t)?;
-    read_zone_cells(probes, &mut t)?;
     let reasons = per_cpu_array::<u64>(probes, names::THROTTLE_REASON)?;
     t.throttle_reasons = (0..THROTTLE_REASONS)
         .map(|i| sum_u64(&reasons, i))
         .collect::<Result<_>>()?;
     Ok(t)
+}
+
+/// Swap requests in flight now: the `SWAP_IO` slots an issue filled
+/// and no completion has emptied (count, sectors).
+fn swap_in_flight(probes: &Probes) -> Result<(u64, u64)> {
+    let slots: Array<_, IoStart> = Array::try_from(map(probes, names::SWAP_IO)?)?;
+    let mut n = (0, 0);
+    for i in 0..IO_SLOTS {
+        let s = slots.get(&i, 0)?;
+        if s.start_ns != 0 {
+            n = (n.0 + 1, n.1 + u64::from(s.nr_sector));
+        }
+    }
+    Ok(n)
 }
 
 /// Bucket counts per histogram, summed over CPUs.
@@ -379,47 +334,44 @@ fn online_node_limit() -> u32 {
 }
 
 /// A time-series sample: what the maps hold now (already read), with
-/// the host's counters beside them.
-impl Sample {
-    /// Takes a snapshot: kernel maps (already read), /proc/vmstat minus
-    /// its value at the start, PSI minus its start, and zoneinfo as is.
-    pub fn take(
-        t_s: f64,
-        totals: &KernelTotals,
-        vmstat_start: &VmStat,
-        psi_start: Option<Psi>,
-    ) -> Sample {
-        let now = VmStat::read().unwrap_or_default();
-        let d = VmStat::delta(vmstat_start, &now);
-        let psi = read_psi().map(|p| {
-            let start = psi_start.unwrap_or_default();
-            Psi {
-                some_us: p.some_us.saturating_sub(start.some_us),
-                full_us: p.full_us.saturating_sub(start.full_us),
-            }
-        });
-        Sample {
-            t_s,
-            direct_reclaims: totals.counter(Counter::DirectReclaims),
-            direct_stall_ns: totals.counter(Counter::DirectReclaimNs),
-            memcg_reclaims: totals.counter(Counter::MemcgReclaims),
-            memcg_stall_ns: totals.counter(Counter::MemcgReclaimNs),
-            major_faults_target: totals.counter(Counter::MajorFaultsTarget),
-            swap_out_folios: totals.counter(Counter::WriteFolioAnon),
-            kswapd_rounds: totals.kswapd.iter().map(|(_, k, _)| k.wakes).sum(),
-            pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
-            pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
-            pswpin: d.get("pswpin"),
-            pswpout: d.get("pswpout"),
-            pgmajfault: d.get("pgmajfault"),
-            pgfault: d.get("pgfault"),
-            box_bytes: None,
-            box_psi: None,
-            hists: Default::default(),
-            lru: LruSizes::from_snapshot(&now),
-            allocstall: d.sum_prefixed("allocstall"),
-            psi,
-            zones: crate::host::proc::read_zoneinfo(),
+/// the host's counters beside them: /proc/vmstat minus its value at the
+/// start, PSI minus its start, and zoneinfo as is.
+pub fn take_sample(
+    t_s: f64,
+    totals: &KernelTotals,
+    vmstat_start: &VmStat,
+    psi_start: Option<Psi>,
+) -> Sample {
+    let now = crate::host::proc::read_vmstat().unwrap_or_default();
+    let d = VmStat::delta(vmstat_start, &now);
+    let psi = read_psi().map(|p| {
+        let start = psi_start.unwrap_or_default();
+        Psi {
+            some_us: p.some_us.saturating_sub(start.some_us),
+            full_us: p.full_us.saturating_sub(start.full_us),
         }
+    });
+    Sample {
+        t_s,
+        direct_reclaims: totals.counter(Counter::DirectReclaims),
+        direct_stall_ns: totals.counter(Counter::DirectReclaimNs),
+        memcg_reclaims: totals.counter(Counter::MemcgReclaims),
+        memcg_stall_ns: totals.counter(Counter::MemcgReclaimNs),
+        major_faults_target: totals.counter(Counter::MajorFaultsTarget),
+        swap_out_folios: totals.counter(Counter::WriteFolioAnon),
+        kswapd_rounds: totals.kswapd.iter().map(|(_, k, _)| k.wakes).sum(),
+        pgscan: d.sum(&["pgscan_anon", "pgscan_file"]),
+        pgsteal: d.sum(&["pgsteal_anon", "pgsteal_file"]),
+        pswpin: d.get("pswpin"),
+        pswpout: d.get("pswpout"),
+        pgmajfault: d.get("pgmajfault"),
+        pgfault: d.get("pgfault"),
+        box_bytes: None,
+        box_psi: None,
+        hists: Default::default(),
+        lru: LruSizes::from_snapshot(&now),
+        allocstall: d.sum_prefixed("allocstall"),
+        psi,
+        zones: crate::host::proc::read_zoneinfo(),
     }
 }

@@ -12,10 +12,10 @@ use vmtrace_common::{Counter, ENTRY_STACK_LOST, EntryCell, EntryKey, EntryWay, M
 
 use crate::{
     kernel::{
-        collect::KernelTotals,
         gfp::GfpNames,
         kallsyms::Kallsyms,
         probes::{MetricId, Probes},
+        totals::KernelTotals,
     },
     model::report::{EntryPath, EntrySplit, KswapdWakePath, ReclaimEntries},
 };
@@ -145,10 +145,15 @@ fn merge(
         m.runnable_ns += cell.runnable_ns;
         m.blocked_ns += cell.blocked_ns;
     }
+    // A context no program writes (none does) has no row: it is no way
+    // in vmtrace knows of.
     let mut paths: Vec<EntryPath> = merged
         .into_iter()
-        .map(|((context, frames, flags, order), cell)| EntryPath {
-            context: context_name(context).into(),
+        .filter_map(|((context, frames, flags, order), cell)| {
+            Some((EntryWay::of(context)?, frames, flags, order, cell))
+        })
+        .map(|(context, frames, flags, order, cell)| EntryPath {
+            context,
             frames,
             gfp: flags,
             gfp_names: gfp_name(gfp, flags),
@@ -164,13 +169,6 @@ fn merge(
         .collect();
     paths.sort_by(|a, b| b.stall_ns.cmp(&a.stall_ns).then(b.count.cmp(&a.count)));
     paths
-}
-
-fn context_name(context: u32) -> &'static str {
-    EntryWay::ALL
-        .iter()
-        .find(|w| **w as u32 == context)
-        .map_or("other", |w| w.name())
 }
 
 #[cfg(test)]
@@ -217,10 +215,10 @@ mod tests {
             (75, 37, 37)
         );
         assert_eq!(paths[0].frames, anon);
-        assert_eq!(paths[0].context, "memcg");
+        assert_eq!(paths[0].context, EntryWay::Memcg);
         assert_eq!(paths[0].gfp_names, "0xcc0");
         assert_eq!((paths[1].count, paths[1].stall_ns), (9, 120));
-        assert_eq!(paths[2].context, "direct");
+        assert_eq!(paths[2].context, EntryWay::Direct);
     }
 
     #[test]

@@ -10,4 +10,5 @@ pub mod gfp;
 pub mod kallsyms;
 pub mod probes;
 pub mod profile;
+pub mod totals;
 pub mod tracefs;

@@ -11,9 +11,9 @@ use vmtrace_common::{Counter, names};
 
 use crate::{
     kernel::{
-        collect::KernelTotals,
         kallsyms::Kallsyms,
         probes::{MetricId, PROFILE_HZ, Probes},
+        totals::KernelTotals,
     },
     model::profile::{PROFILE_STACKS_KEPT, ProfileReport, ProfileStack},
 };

@@ -177,7 +177,7 @@ pub fn attach(opts: &AttachOptions, command: Vec<String>, keep: &[u32]) -> Resul
         None => None,
     };
     let mut tracer = attach_tracer(opts, &targets)?;
-    let window = Window::open(opts.probes.bpf_stats)?;
+    let window = Window::open(&mut tracer, opts.probes.bpf_stats)?;
     // Everything that needs privilege at start is done (links made, perf
     // events opened, tracefs unmounted, delay accounting on): what is
     // left reads maps and perf events through descriptors held, cgroupfs
@@ -245,7 +245,12 @@ fn attach_tracer(opts: &AttachOptions, targets: &Targets) -> Result<Tracer> {
         opted_in.push(probes::OptIn::FollowForks);
     }
     let max_cgroups = opts.serve.as_ref().map(|s| s.max_cgroups);
-    let mut tracer = Tracer::attach(targets.target, &opted_in, max_cgroups)?;
+    let mut tracer = Tracer::attach(
+        targets.target,
+        &opted_in,
+        max_cgroups,
+        opts.probes.debug_probes,
+    )?;
     if targets.target.by_pid != 0 {
         tracer.probes.follow(&targets.seed)?;
         // Children forked between the scan and the fork program: once more.

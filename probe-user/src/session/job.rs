@@ -18,7 +18,7 @@ use crate::{
     host::privilege,
     host::proc::kernel_release,
     host::sysctl::SysctlOverride,
-    model::recording::{Environment, RecordedRun, Recording, Workload},
+    model::recording::{RecordedRun, Recording, Workload},
     model::report::RunReport,
     session::attach::{AttachOptions, attach},
     session::bundled::{sweep, workload_of},
@@ -81,7 +81,7 @@ pub fn run_job(
     let path = output_path(opts.output.as_deref(), &workload.name);
     preflight::check_writable(&path)?;
     let mut out = Output {
-        recording: Recording::new(workload, Environment::capture()),
+        recording: Recording::new(workload, crate::host::environment::capture()),
         path,
         total: configs.len() * opts.repeat as usize,
     };
@@ -221,7 +221,7 @@ fn run_all(
                 let why = format!("interrupted during run {n} of {total}");
                 out.recording.mark_incomplete(&why);
             }
-            out.recording.write(&out.path)?;
+            crate::host::recording_file::write(&out.recording, &out.path)?;
             if let Some(run) = out.recording.runs.last() {
                 each(&run.report, total).with_context(|| {
                     format!("recording written to {}, then", out.path.display())
@@ -243,7 +243,7 @@ impl Output {
             return Ok(());
         }
         self.recording.mark_incomplete(why);
-        self.recording.write(&self.path)?;
+        crate::host::recording_file::write(&self.recording, &self.path)?;
         eprintln!(
             "vmtrace: recording of the {} finished run(s) written to {}",
             self.recording.runs.len(),
@@ -270,7 +270,7 @@ pub fn attach_job(
     };
     let path = output_path(output, "attach");
     preflight::check_writable(&path)?;
-    let mut recording = Recording::new(workload, Environment::capture());
+    let mut recording = Recording::new(workload, crate::host::environment::capture());
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -290,9 +290,9 @@ pub fn attach_job(
     // cost the recording. Every task's, or tasks found by name, are
     // other users' too: their pids and commands stay the invoker's.
     if opts.pids.is_empty() && opts.cgroups.is_empty() || !opts.comms.is_empty() {
-        recording.write_private(&path)?;
+        crate::host::recording_file::write_private(&recording, &path)?;
     } else {
-        recording.write(&path)?;
+        crate::host::recording_file::write(&recording, &path)?;
     }
     if let Some(run) = recording.runs.last() {
         show(&run.report)

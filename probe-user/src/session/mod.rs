@@ -7,6 +7,7 @@
 
 pub mod attach;
 pub mod bundled;
+pub mod fleet;
 pub mod guests;
 pub mod interrupt;
 pub mod job;

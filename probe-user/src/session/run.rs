@@ -53,17 +53,21 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let mut tracer = if opts.no_probes {
         None
     } else {
-        Some(Tracer::attach(target, &opts.probes.opted_in(), None)?)
+        Some(Tracer::attach(
+            target,
+            &opts.probes.opted_in(),
+            None,
+            opts.probes.debug_probes,
+        )?)
     };
     let attach_s = attach_started.elapsed().as_secs_f64();
     if rt.block_on(signals.pending()).is_some() {
         bail!("interrupted before the command started; nothing was left behind");
     }
 
-    let window = if opts.no_probes {
-        Window::open_untraced()?
-    } else {
-        Window::open(opts.probes.bpf_stats)?
+    let window = match tracer.as_mut() {
+        None => Window::open_untraced()?,
+        Some(t) => Window::open(t, opts.probes.bpf_stats)?,
     };
     let pid = spawn(&opts.command, &membox, identity.as_ref())?;
     let mut watch = Watch::new(

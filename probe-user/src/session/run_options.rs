@@ -19,6 +19,8 @@ pub struct ProbeOptions {
     pub no_stacks: bool,
     /// Report each program's runs and run time (kernel.bpf_stats_enabled).
     pub bpf_stats: bool,
+    /// `--debug-probes`: the programs log their rare events (stderr).
+    pub debug_probes: bool,
 }
 
 impl ProbeOptions {

@@ -45,7 +45,6 @@ use crate::{
         collect,
         probes::{MetricId, Probes},
     },
-    model::vmstat::VmStat,
     view::prometheus::{
         self, BuildInfo, CgroupRow, Exposition, Format, OVERFLOW_CGROUP, ProgramCost,
     },
@@ -597,7 +596,7 @@ impl Exporter {
                     let (s, r) = rows.fold((0, 0), |(s, r), row| {
                         (s + row.totals.nr_scanned, r + row.totals.nr_reclaimed)
                     });
-                    (c.name(), s, r)
+                    (c, s, r)
                 })
                 .collect();
         }
@@ -643,7 +642,7 @@ impl Exporter {
         e.cgroups.sort_by(|a, b| a.name.cmp(&b.name));
         e.cgroups_expired = self.expired;
         e.psi_us = proc::read_psi().map(|p| (p.some_us, p.full_us));
-        let vmstat = VmStat::read().unwrap_or_default();
+        let vmstat = crate::host::proc::read_vmstat().unwrap_or_default();
         e.vmstat = prometheus::VMSTAT_ITEMS
             .iter()
             .filter(|i| vmstat.0.contains_key(**i))

@@ -51,11 +51,13 @@ impl Tracer {
     /// Resolves fields (tracefs, BTF), plans and attaches every program,
     /// saying which metrics are unavailable or incomplete.
     /// `max_cgroups`: keep reclaim stalls per cgroup, for at most that
-    /// many (`attach --serve`).
+    /// many (`attach --serve`); `debug_probes`: the programs log their
+    /// rare events (`--debug-probes`).
     pub fn attach(
         target: Target,
         opted_in: &[probes::OptIn],
         max_cgroups: Option<u32>,
+        debug_probes: bool,
     ) -> Result<Tracer> {
         // Another vmtrace attaching at the same time must not unmount the
         // tracefs this one mounted (or the other way round).
@@ -87,6 +89,7 @@ impl Tracer {
             max_cgroups,
             entry_stacks: plan.takes_entry_stacks(),
             profile: plan.is_enabled(MetricId::Profile),
+            debug_probes,
         };
         let probes = probes::attach(plan, &layout)?;
         let (unavailable, partial) = told_missing(&probes);
@@ -218,7 +221,7 @@ impl Window {
     pub fn open_untraced() -> Result<Window> {
         Ok(Window {
             kswapd_cpu_before: Vec::new(),
-            before: VmStat::read_window()?,
+            before: crate::host::proc::read_vmstat_window()?,
             cpu_before: read_cpu_times(),
             started: Instant::now(),
             started_unix_s: unix_now(),
@@ -235,12 +238,12 @@ impl Window {
     /// /proc/stat deltas.
     pub fn close_untraced(self) -> RunReport {
         let wall = self.started.elapsed();
-        let after = VmStat::read_window().unwrap_or_else(|_| self.before.clone());
+        let after = crate::host::proc::read_vmstat_window().unwrap_or_else(|_| self.before.clone());
         let cpu_after = read_cpu_times();
         self.report(wall, &after, cpu_after.as_ref(), None)
     }
 
-    pub fn open(bpf_stats: bool) -> Result<Window> {
+    pub fn open(tracer: &mut Tracer, bpf_stats: bool) -> Result<Window> {
         let bpf_stats_guard = if bpf_stats {
             SysctlOverride::set("kernel.bpf_stats_enabled", "1")?
         } else {
@@ -264,9 +267,12 @@ impl Window {
                 (None, false)
             }
         };
+        let kswapd_cpu_before = crate::host::proc::kswapd_cpu();
+        // The page counts and the vmstat snapshot start back to back.
+        tracer.probes.start_window()?;
         Ok(Window {
-            kswapd_cpu_before: crate::host::proc::kswapd_cpu(),
-            before: VmStat::read_window()?,
+            kswapd_cpu_before,
+            before: crate::host::proc::read_vmstat_window()?,
             cpu_before: read_cpu_times(),
             started: Instant::now(),
             started_unix_s: unix_now(),
@@ -341,14 +347,20 @@ impl Window {
             partial,
         } = tracer;
         let wall = self.started.elapsed();
-        // kswapd's CPU first: it walks /proc, and the vmstat snapshot and
+        // The task iterator (it attaches a link) and the last rare-event
+        // lines first: each line's event is counted before it is sent, so
+        // every line is in the counters.
+        probes.flush_stalls();
+        for line in probes.debug_finish() {
+            eprintln!("{line}");
+        }
+        // kswapd's CPU next: it walks /proc, and the vmstat snapshot and
         // the maps are read back to back so that the kernel's counters and
         // the probes' cover the same window (machine-wide counts such as
         // --page-alloc's drift apart under load otherwise).
         let kswapd_cpu_after = crate::host::proc::kswapd_cpu();
-        let after = VmStat::read_window()?;
+        let after = crate::host::proc::read_vmstat_window()?;
         let cpu_after = read_cpu_times();
-        probes.flush_stalls();
         let totals = collect::read(&probes)?;
         drop(self.delayacct.take());
         let stats = probes.program_stats();
@@ -368,7 +380,6 @@ impl Window {
             .filter(|s| s.misses > 0)
             .map(|s| (s.program.to_string(), s.misses))
             .collect();
-        probes.flush_log();
         probes.drain_oom();
         let oom_victims = std::mem::take(&mut probes.oom_victims);
         let enabled = probes.plan.enabled.clone();
@@ -445,9 +456,16 @@ impl<'a> Watch<'a> {
             return;
         };
         probes.drain_oom();
-        probes.flush_log();
+        let lines = probes.debug_lines();
+        if !lines.is_empty() {
+            self.progress.clear_status();
+            for line in lines {
+                eprintln!("{line}");
+            }
+        }
         if let Ok(t) = collect::read_aggregates(probes) {
-            let mut s = sample::Sample::take(t_s, &t, self.vmstat_start, self.psi_start);
+            let mut s =
+                crate::kernel::collect::take_sample(t_s, &t, self.vmstat_start, self.psi_start);
             s.box_bytes = self.membox.and_then(MemBox::usage_bytes);
             s.box_psi = self.membox.and_then(MemBox::pressure);
             for h in vmtrace_common::Hist::ALL {

@@ -13,7 +13,7 @@ use schemars::{JsonSchema, Schema, generate::SchemaSettings};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::analysis::sweep::Column;
+use crate::analysis::{fleet::Fleet, sweep::Column};
 use crate::model::{probes::Listed, recording::Recording, report::RunReport};
 use crate::view::report::RunsTable;
 
@@ -69,17 +69,40 @@ impl Document for ReportDocument<'_> {
 /// `vmtrace compare --json`.
 #[derive(Serialize, JsonSchema)]
 pub struct CompareDocument<'a> {
+    /// Where the groups came from: local recordings, or hosts read from
+    /// a Prometheus-compatible query API (`--prometheus`).
+    pub source: Source,
     /// One comparison per sweep value (`-j5`, ...); one without a sweep.
+    /// Empty for `prometheus`.
     pub columns: &'a [Column],
     /// Sweep values some group lacks, so not compared.
     pub not_compared: &'a [String],
+    /// The fleet's comparison (`prometheus` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<&'a Fleet>,
+}
+
+/// Where a comparison's groups came from.
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `.vmtrace.json` files.
+    Recordings,
+    /// Hosts' rates from a Prometheus-compatible query API.
+    Prometheus,
 }
 
 impl Document for CompareDocument<'_> {
     const COMMAND: &'static str = "compare";
+    /// 3: a hint's `evidence` (its numbers: measures' two means,
+    /// shares, the way in that moved, OOM victims, zone shares) in place
+    /// of its sentence (`text`), which the text output writes from
+    /// them; the unit `persecond` is `per_second` (every id snake_case);
+    /// the profile inside the stalls (`profile`).
     /// 2: measures, mechanisms, components, settings and verdicts are
-    /// `{"id", "label"}` objects (1: their labels as strings).
-    const VERSION: u32 = 2;
+    /// `{"id", "label"}` objects (1: their labels as strings); a guard's
+    /// `values` are each group's typed values (1: the printed lines).
+    const VERSION: u32 = 3;
 }
 
 /// `vmtrace probes --json`: the catalogue against this kernel.

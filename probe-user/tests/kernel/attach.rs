@@ -302,6 +302,7 @@ fn attach_detach_100_times_leaks_nothing() {
             target,
             &[vmtrace::kernel::probes::OptIn::FollowForks],
             None,
+            true,
         )
         .expect("attach"),
     );
@@ -313,6 +314,7 @@ fn attach_detach_100_times_leaks_nothing() {
         target,
         &[vmtrace::kernel::probes::OptIn::FollowForks],
         None,
+        false,
     )
     .expect("attach");
     let attached = bpf_object_counts();
@@ -322,10 +324,13 @@ fn attach_detach_100_times_leaks_nothing() {
     );
     drop(t);
     for i in 0..100 {
+        // Every other one with --debug-probes: its log ring buffer,
+        // taken out of the object, goes too.
         let mut t = vmtrace::session::tracer::Tracer::attach(
             target,
             &[vmtrace::kernel::probes::OptIn::FollowForks],
             None,
+            i % 2 == 0,
         )
         .unwrap_or_else(|e| panic!("attach {i}: {e:#}"));
         t.probes.follow(&[busy.id()]).expect("follow");

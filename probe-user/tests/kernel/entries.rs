@@ -336,14 +336,26 @@ fn compare_names_the_file_read_that_moved_and_none_in_aa() {
     let text = compare(&a, &b, false);
     let ab_moved = moved(&ab);
     eprintln!("ways that moved, B vs A: {}", ab_moved.len());
-    let reclaim_hint = ab["versus"][0]["hints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|h| h["mechanism"]["id"] == "reclaim")
-        .and_then(|h| h["text"].as_str())
-        .unwrap_or("")
-        .to_string();
+    // The reclaim mechanism's sentence, as the text writes it (the JSON
+    // has its evidence, not its words).
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let reclaim_hint = words
+        .split(". reclaim: ")
+        .nth(1)
+        .map(|rest| {
+            let end = [
+                " -- ",
+                " where reclaim was entered",
+                " also different",
+                " CPU inside",
+            ]
+            .iter()
+            .filter_map(|m| rest.find(m))
+            .min()
+            .unwrap_or(rest.len());
+            rest[..end].to_string()
+        })
+        .unwrap_or_default();
     eprintln!("reclaim mechanism: {reclaim_hint}");
     // The mechanism line names that way where it leaves the charge path
     // every charging way shares (the read's page cache insertion).

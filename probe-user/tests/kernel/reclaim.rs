@@ -524,12 +524,21 @@ fn kswapd_under_global_pressure_matches_vmstat() {
         "{iso_active} vs {pgrefill}"
     );
     // Global direct reclaim, when it happened, is the hog's and matches
-    // vmstat's pgscan_direct too.
+    // vmstat's pgscan_direct too, but for what was scanned outside the
+    // probes' window: the test's vmstat reads bracket vmtrace's start
+    // and its exit (the swapfile switched off, its pages coming back
+    // under the same pressure: direct reclaim the detached probes cannot
+    // see; seen once, 52271 vs 53058). That part is measured: all
+    // scanning between the test's reads less the window's own
+    // (the recording's /proc/vmstat, read at its open and close).
     let direct = lru_sum(rows, "direct", "nr_scanned");
     let pgscan_direct = delta(&before, &after, &["pgscan_direct"]);
+    let outside = delta(&before, &after, &["pgscan_anon", "pgscan_file"])
+        .saturating_sub(r["vmstat"]["pgscan"].as_u64().expect("window pgscan"));
+    eprintln!("direct scanned {direct} vs {pgscan_direct}; outside the window {outside}");
     assert!(
-        within(direct, pgscan_direct, 0.01),
-        "{direct} vs {pgscan_direct}"
+        direct.abs_diff(pgscan_direct) <= pgscan_direct / 100 + outside,
+        "{direct} vs {pgscan_direct}, {outside} scanned outside the window"
     );
 }
 

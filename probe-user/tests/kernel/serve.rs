@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// A free loopback port (bound, then released for the server to take).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -33,7 +33,7 @@ fn free_port() -> u16 {
 
 /// GET http://127.0.0.1:port/path: (status, body); None when nothing
 /// answers.
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
+pub(crate) fn get(port: u16, path: &str) -> Option<(u16, String)> {
     get_as(port, path, "127.0.0.1")
 }
 
@@ -78,7 +78,7 @@ fn unchunk(mut body: &str) -> String {
     out
 }
 
-fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ready() {
         assert!(start.elapsed() < limit, "{what} not ready in {limit:?}");
@@ -92,7 +92,7 @@ fn query(port: u16, promql: &str) -> f64 {
 }
 
 /// One instant query's single value, or the answer when it has none.
-fn try_query(port: u16, promql: &str) -> Result<f64, String> {
+pub(crate) fn try_query(port: u16, promql: &str) -> Result<f64, String> {
     let q: String = promql
         .bytes()
         .map(|b| match b {
@@ -112,7 +112,43 @@ fn try_query(port: u16, promql: &str) -> Result<f64, String> {
     }
 }
 
-struct Killed(Child);
+/// Prometheus (the copy `cargo xtask setup` unpacked, no service, else
+/// PATH's) on a free loopback port, with its config and data directory
+/// in `dir`, scraping every second what `scrape_configs` (the YAML list
+/// under that key) names; returned once it answers ready (killed when
+/// dropped).
+pub(crate) fn prometheus(dir: &std::path::Path, scrape_configs: &str) -> (u16, Killed) {
+    let port = free_port();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{scrape_configs}"
+        ),
+    )
+    .expect("prometheus config");
+    let mut cmd =
+        Command::new(std::env::var_os("VMTRACE_PROMETHEUS").unwrap_or_else(|| "prometheus".into()));
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    crate::common::die_with_parent(&mut cmd);
+    let prom = Killed(
+        cmd.spawn()
+            .expect("start prometheus (cargo xtask setup unpacks Debian's prometheus)"),
+    );
+    wait_for("prometheus", Duration::from_secs(60), || {
+        get(port, "/-/ready").is_some_and(|(s, _)| s == 200)
+    });
+    (port, prom)
+}
+
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -193,7 +229,7 @@ fn promtool_accepts(port: u16) {
 fn prometheus_scrapes_what_the_recording_holds() {
     let _g = guard();
     let dir = fresh_scratch("serve");
-    let (vm_port, prom_port) = (free_port(), free_port());
+    let vm_port = free_port();
     let membox = memory_box(64 << 20);
     let cgroup = membox
         .v2_cgroup()
@@ -224,32 +260,10 @@ fn prometheus_scrapes_what_the_recording_holds() {
     wait_for("vmtrace /metrics", Duration::from_secs(60), || {
         get(vm_port, "/metrics").is_some_and(|(s, _)| s == 200)
     });
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  \
-             - job_name: vmtrace\n    static_configs:\n      - targets: ['{listen}']\n"
-        ),
-    )
-    .expect("prometheus config");
-    let _prom = Killed(
-        // The copy `cargo xtask setup` unpacked (no service), else PATH's.
-        Command::new(std::env::var_os("VMTRACE_PROMETHEUS").unwrap_or_else(|| "prometheus".into()))
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus (cargo xtask setup unpacks Debian's prometheus)"),
+    let (prom_port, _prom) = prometheus(
+        &dir,
+        &format!("  - job_name: vmtrace\n    static_configs:\n      - targets: ['{listen}']\n"),
     );
-    wait_for("prometheus", Duration::from_secs(60), || {
-        get(prom_port, "/-/ready").is_some_and(|(s, _)| s == 200)
-    });
     wait_for("a first scrape", Duration::from_secs(30), || {
         try_query(prom_port, "up{job=\"vmtrace\"}").is_ok_and(|v| v == 1.0)
     });

@@ -218,6 +218,7 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
         means[g] = counted;
     }
     assert!(means[1] > means[0] / 2.0, "{text}");
+    zswap_cpu_inside_the_stalls(&dir, &off, &on, &c, &text);
     // compare names causes only for a difference it can tell from noise;
     // on a busy machine (run-queue waits of seconds) it may not.
     if c["versus"][0]["verdict"]["id"] == "within_noise" {
@@ -234,6 +235,82 @@ fn zswap_stores_match_zswpout_and_compare_names_zswap() {
     );
     let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(words.contains("swap-ins served from zswap"), "{text}");
+}
+
+/// Inside the stalls (issue 44): compressing is reclaim's CPU with zswap
+/// on (zswap_store -> zswap_compress -> the crypto API -> the
+/// compressor, lzo1x_1_do_compress by default; 6.1's
+/// zswap_frontswap_store -> crypto_comp_compress), so the functions
+/// whose share moved, B against A, include the compressor's frames,
+/// significant or switched on in every run; the differential flame
+/// graph paints them red. Two more zswap-off runs against the first
+/// two (A/A) move no function.
+fn zswap_cpu_inside_the_stalls(dir: &Path, off: &[PathBuf], on: &[PathBuf], c: &Value, text: &str) {
+    let moved = |c: &Value| -> Vec<String> {
+        c["profile"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["moved"][0] == true)
+            .filter_map(|r| r["function"].as_str().map(String::from))
+            .collect()
+    };
+    let ab = moved(c);
+    eprintln!("CPU inside the stalls, functions that moved: {ab:?}");
+    let compressor = |f: &String| f.contains("compress");
+    assert!(
+        ab.iter().any(compressor),
+        "no compressor frame moved: {ab:?}\n{text}"
+    );
+    assert!(
+        text.contains("CPU inside the stalls, B vs A: functions that moved"),
+        "{text}"
+    );
+    let svg = dir.join("zswap-cpu.svg");
+    let folded = dir.join("zswap-cpu.folded");
+    for path in [&svg, &folded] {
+        let mut cmd = vmtrace(&["compare", "--cpu-flamegraph"]);
+        cmd.arg(path).args(off).arg("--vs").args(on);
+        text_ok(&mut cmd);
+    }
+    let drawn = std::fs::read_to_string(&svg).expect("flame graph");
+    let grew = ab.iter().filter(|f| compressor(f)).any(|f| {
+        drawn
+            .split(&format!("<title>{f} ("))
+            .nth(1)
+            .is_some_and(|rest| {
+                rest.split("/>")
+                    .next()
+                    .unwrap_or("")
+                    .contains("fill=\"rgb(255,")
+            })
+    });
+    assert!(grew, "no compressor frame drawn red in {}", svg.display());
+    let diff = std::fs::read_to_string(&folded).expect("folded diff");
+    assert!(
+        diff.lines()
+            .any(|l| l.contains("compress") && l.split(' ').nth(1) == Some("0")),
+        "{diff}"
+    );
+    // A/A: the zswap-off runs against two more.
+    let mut again = Vec::new();
+    for round in 0..4 {
+        if again.len() >= 2 {
+            break;
+        }
+        if let Some(p) = checked_run(dir, &format!("z0-aa-{round}.vmtrace.json"), false) {
+            again.push(p);
+        }
+    }
+    assert!(again.len() >= 2, "completed A' runs: {}", again.len());
+    let aa = json_of(&compare_cmd(off, &again, true).output().expect("compare"));
+    let aa_text = text_ok(&mut compare_cmd(off, &again, false));
+    assert!(
+        moved(&aa).is_empty(),
+        "A/A moved {:?}\n{aa_text}",
+        moved(&aa)
+    );
+    assert!(aa_text.contains("no function's share"), "{aa_text}");
 }
 
 /// A job that maps a file three times the box's memory and reads it

@@ -49,7 +49,7 @@ fn a_task_moved_into_and_out_of_the_target_is_judged_again() {
         cgroup_level: cg.level().expect("cgroup level"),
         ..Target::EVERY_TASK
     };
-    let tracer = Tracer::attach(target, &[], None).expect("attach");
+    let tracer = Tracer::attach(target, &[], None, false).expect("attach");
     let mut reader = Reader::start();
     let memcg_of = |b: &MemBox| b.memcg.as_ref().expect("memcg").dir.clone();
     let reclaims = || {

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use super::{Component, Kind, reclaims};
+use super::{Component, Kind};
+use crate::analysis::measures::Measure;
+use crate::analysis::readings::reclaims;
 use crate::model::report::RunReport;
 
 /// What a comparison's budgets are computed from: a measured source
@@ -79,6 +81,39 @@ impl Basis {
                 !self.cpu_waits
             }
             _ => false,
+        }
+    }
+
+    /// The measures component `c` is computed from on this basis: when
+    /// a guard marks one (its meaning differs between the groups), the
+    /// component is not comparable either and explains nothing.
+    pub fn sources(self, c: Component) -> &'static [Measure] {
+        use Measure::{
+            BlockIoDelay, Compaction, IoWaitTime, MemstallSleepTime, ReclaimCrossCpu, ReclaimOnCpu,
+            ReclaimStallTime, RunnableBehindKswapd, RunnableBehindOthers, Steal, SystemCpu,
+            UserCpu,
+        };
+        match c {
+            Component::UserCpu => &[UserCpu],
+            Component::ReclaimCpu if self.reclaim_split => &[ReclaimOnCpu],
+            Component::ReclaimCrossCpu => &[ReclaimOnCpu, ReclaimCrossCpu],
+            Component::ReclaimCpu => &[ReclaimStallTime],
+            Component::CompactionCpu if self.compaction_split => &[],
+            Component::CompactionCpu => &[Compaction],
+            // What is left of system time after the two above.
+            Component::OtherSystemCpu => match (self.reclaim_split, self.compaction_split) {
+                (true, true) => &[SystemCpu, ReclaimOnCpu],
+                (true, false) => &[SystemCpu, ReclaimOnCpu, Compaction],
+                (false, true) => &[SystemCpu, ReclaimStallTime],
+                (false, false) => &[SystemCpu, ReclaimStallTime, Compaction],
+            },
+            Component::BlockIoWaits if self.io_waits => &[IoWaitTime],
+            Component::BlockIoWaits => &[BlockIoDelay],
+            Component::MemstallWaits => &[MemstallSleepTime],
+            Component::CpuWaits => &[RunnableBehindOthers],
+            Component::KswapdWaits => &[RunnableBehindKswapd],
+            Component::Steal => &[Steal],
+            _ => &[],
         }
     }
 }

@@ -1,55 +1,14 @@
-//! The budget's arithmetic and its cases (`super`).
+//! The attribution's cases, end to end (`super::attribute`), and the
+//! readings and rates they rest on.
 
+use super::budget::budget;
+use super::rates::elapsed_per_second;
 use super::*;
+use crate::analysis::readings::{busy_s, machine_parts};
 use crate::model::histogram::summarize;
-use crate::model::report::{DelayReport, IoWaitReport, MachineCpu, Usage};
-
-/// The invariants of a split, whatever the components did.
-fn check(diff: f64, s: &Split) {
-    let parts: f64 = s.parts.iter().sum();
-    assert!((parts + s.unexplained - diff).abs() < 1e-9, "{s:?}");
-    assert!((parts - s.explained).abs() < 1e-9, "{s:?}");
-    for p in &s.parts {
-        assert!(p * diff >= 0.0 && p.abs() <= diff.abs() + 1e-12, "{s:?}");
-    }
-    assert!(s.unexplained * diff >= 0.0 && s.unexplained.abs() <= diff.abs() + 1e-12);
-    let shares: Vec<f64> = s.shares.iter().flatten().copied().collect();
-    assert!(shares.iter().all(|x| (0.0..=1.0).contains(x)), "{s:?}");
-    if s.explained != 0.0 {
-        assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{s:?}");
-    }
-    for o in &s.offsets {
-        assert!(o * diff <= 0.0, "{s:?}");
-    }
-}
-
-#[test]
-fn splits_keep_their_bounds() {
-    let cases: &[(f64, &[f64])] = &[
-        (2.7, &[417.0, -200.0, 10.0]),
-        (2.7, &[1.0, 0.5]),
-        (2.7, &[1.0, -3.0]),
-        (-0.76, &[-0.01, -0.1, 0.0, -0.2, 0.0, 0.0]),
-        (-0.76, &[5.0, 6.0]),
-        (1.0, &[0.0, 0.0]),
-        (0.0, &[1.0, -1.0]),
-    ];
-    for &(diff, equiv) in cases {
-        check(diff, &split(diff, equiv));
-    }
-    // Over-explained: scaled down to the difference, nothing left.
-    let s = split(2.7, &[417.0, -200.0, 10.0]);
-    assert!((s.explained - 2.7).abs() < 1e-9 && s.unexplained.abs() < 1e-9);
-    assert!(s.scale < 0.02 && s.offsets[1] < 0.0);
-    // Under-explained: the rest is unexplained, offsets netted.
-    let s = split(2.7, &[1.0, 0.5, -0.5]);
-    assert!((s.explained - 1.0).abs() < 1e-9 && (s.unexplained - 1.7).abs() < 1e-9);
-    assert!((s.shares[0].unwrap_or(0.0) - 2.0 / 3.0).abs() < 1e-9);
-    // Against the difference on balance: nothing explained.
-    let s = split(2.7, &[1.0, -3.0]);
-    assert_eq!(s.explained, 0.0);
-    assert!(s.shares.iter().all(Option::is_none));
-}
+use crate::model::report::{
+    DelayReport, IoWaitReport, MachineCpu, ReclaimReport, StallSplit, Usage,
+};
 
 fn job(wall: f64, user: f64, sys: f64, blkio: f64, cpu: f64) -> RunReport {
     RunReport {

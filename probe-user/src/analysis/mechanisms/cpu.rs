@@ -6,7 +6,6 @@ use super::Measure::*;
 use super::{Evidence, Mechanism};
 use crate::analysis::Hint;
 use crate::analysis::attribution::Component;
-use crate::model::format::fmt_secs;
 
 /// kswapd worked more (or less): the job waited behind it on a CPU
 /// (measured), or in older recordings its CPU time taken from the
@@ -15,21 +14,14 @@ pub(super) fn kswapd(e: &Evidence) -> Option<Hint> {
     if !(e.real(KswapdCpu) || e.real(KswapdAwake) || e.real(RunnableBehindKswapd)) {
         return None;
     }
-    let mut text = format!(
-        "kswapd: awake {}, CPU {}",
-        e.pair(KswapdAwake, fmt_secs),
-        e.pair(KswapdCpu, fmt_secs)
-    );
+    let mut evidence = vec![e.fact(KswapdAwake), e.fact(KswapdCpu)];
     if e.metric(RunnableBehindKswapd).is_some() {
-        text.push_str(&format!(
-            ", the job runnable behind it {}",
-            e.pair(RunnableBehindKswapd, fmt_secs)
-        ));
+        evidence.push(e.fact(RunnableBehindKswapd));
     }
     Some(Hint {
         mechanism: Mechanism::Kswapd,
         seconds: e.comp(Component::KswapdCpu) + e.comp(Component::KswapdWaits),
-        text,
+        evidence,
     })
 }
 
@@ -48,30 +40,17 @@ pub(super) fn cpu_contention(e: &Evidence) -> Option<Hint> {
     {
         return None;
     }
-    let mut parts = Vec::new();
-    if e.metric(RunnableBehindOthers).is_some() {
-        parts.push(format!(
-            "runnable behind other tasks {}",
-            e.pair(RunnableBehindOthers, fmt_secs)
-        ));
-    }
-    if e.metric(CpuWait).is_some() {
-        parts.push(format!("waiting for a CPU {}", e.pair(CpuWait, fmt_secs)));
-    }
-    if e.metric(OtherTasksCpu).is_some() {
-        parts.push(format!(
-            "other tasks' CPU {}",
-            e.pair(OtherTasksCpu, fmt_secs)
-        ));
-    }
+    // Measured where the runs have them; steal only when it moved.
+    let mut evidence: Vec<_> = [RunnableBehindOthers, CpuWait, OtherTasksCpu]
+        .into_iter()
+        .filter(|&key| e.metric(key).is_some())
+        .map(|key| e.fact(key))
+        .collect();
     if e.real(Steal) {
-        parts.push(format!("steal {}", e.pair(Steal, fmt_secs)));
+        evidence.push(e.fact(Steal));
     }
     let cross = if e.cross_cpu_is_contention() {
-        parts.push(format!(
-            "reclaim's TLB-flush IPIs waiting on those CPUs {}",
-            e.pair(ReclaimCrossCpu, fmt_secs)
-        ));
+        evidence.push(e.fact(ReclaimCrossCpu));
         e.comp(Component::ReclaimCrossCpu)
     } else {
         0.0
@@ -82,6 +61,6 @@ pub(super) fn cpu_contention(e: &Evidence) -> Option<Hint> {
             + e.comp(Component::OtherTasksCpu)
             + e.comp(Component::Steal)
             + cross,
-        text: format!("CPU contention: {}", parts.join(", ")),
+        evidence,
     })
 }

@@ -4,8 +4,7 @@
 
 use super::Measure::*;
 use super::{Evidence, Mechanism};
-use crate::analysis::Hint;
-use crate::model::format::{fmt_count_short, fmt_secs};
+use crate::analysis::{Hint, hint::Fact};
 
 pub(super) fn swap_in(e: &Evidence) -> Option<Hint> {
     if e.zswap_moved() || !e.swap_named() {
@@ -18,30 +17,20 @@ pub(super) fn swap_in(e: &Evidence) -> Option<Hint> {
     // fault retried on a swap-cache hit as major again, vmstat's
     // pgmajfault once (mm/memory.c, do_swap_page), so the two differ.
     let faults = if e.has_fault_causes() {
-        format!("swap-in faults {}", e.pair(SwapInFaults, fmt_count_short))
+        SwapInFaults
     } else {
-        format!("major faults {}", e.pair(MajorFaults, fmt_count_short))
+        MajorFaults
     };
-    let mut text = format!("swap-in: {faults}, I/O waits {}", e.io_pair());
-    if e.real(SwapInWait) {
-        text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
-    }
-    if e.real(PagesPerSwapRead) {
-        text.push_str(&format!(
-            "; swap reads of {} pages each (readahead)",
-            e.pair(PagesPerSwapRead, |v| format!("{v:.1}"))
-        ));
-    }
-    if e.real(SwapReadP99) {
-        text.push_str(&format!(
-            "; swap read p99 {}",
-            e.pair(SwapReadP99, fmt_secs)
-        ));
+    let mut evidence = vec![e.fact(faults), e.io_fact()];
+    for key in [SwapInWait, PagesPerSwapRead, SwapReadP99] {
+        if e.real(key) {
+            evidence.push(e.fact(key));
+        }
     }
     Some(Hint {
         mechanism: Mechanism::SwapIn,
         seconds: e.swap_seconds(),
-        text,
+        evidence,
     })
 }
 
@@ -55,26 +44,22 @@ pub(super) fn zswap(e: &Evidence) -> Option<Hint> {
         return None;
     }
     let now = |g| e.mean(ZswapLoads, g).unwrap_or(0.0) + e.mean(ZswapStores, g).unwrap_or(0.0);
-    let lead = if now(e.g) >= now(0) {
-        "swap-ins served from zswap"
-    } else {
-        "swap-ins no longer served from zswap"
-    };
-    let mut text = format!(
-        "{lead}: I/O waits {}; zswap loads {}, stores {}; \
-         swap device reads {} pages",
-        e.io_pair(),
-        e.pair(ZswapLoads, fmt_count_short),
-        e.pair(ZswapStores, fmt_count_short),
-        e.pair(ReadFromSwapDevice, fmt_count_short)
-    );
+    let mut evidence = vec![
+        Fact::More {
+            more: now(e.g) >= now(0),
+        },
+        e.io_fact(),
+        e.fact(ZswapLoads),
+        e.fact(ZswapStores),
+        e.fact(ReadFromSwapDevice),
+    ];
     if e.real(SwapInWait) {
-        text.push_str(&format!(", swap-in time {}", e.pair(SwapInWait, fmt_secs)));
+        evidence.push(e.fact(SwapInWait));
     }
     Some(Hint {
         mechanism: Mechanism::Zswap,
         seconds: e.swap_seconds(),
-        text,
+        evidence,
     })
 }
 
@@ -87,28 +72,21 @@ pub(super) fn file_reads(e: &Evidence) -> Option<Hint> {
     }
     // What the shares use: the pages read, or vmstat's faults (not
     // rusage's: see swap_in).
-    let read = if e.has_file_pages() {
-        format!(
-            "pages read {} (swap device {}), ",
-            e.pair(FileReadPages, fmt_count_short),
-            e.pair(ReadFromSwapDevice, fmt_count_short)
-        )
-    } else {
-        String::new()
-    };
-    let text = format!(
-        "file reads (page cache misses, not swap-ins): {read}file read \
-         faults {}, swap-in faults {}; file refaults {}; I/O waits {}",
-        e.pair(FileReadFaults, fmt_count_short),
-        e.pair(SwapInFaults, fmt_count_short),
-        e.pair(FileRefaults, fmt_count_short),
-        e.io_pair()
-    );
+    let mut evidence = Vec::new();
+    if e.has_file_pages() {
+        evidence.extend([e.fact(FileReadPages), e.fact(ReadFromSwapDevice)]);
+    }
+    evidence.extend([
+        e.fact(FileReadFaults),
+        e.fact(SwapInFaults),
+        e.fact(FileRefaults),
+        e.io_fact(),
+    ]);
     // Their share of the I/O waits; swap-in (or zswap) has the rest.
     Some(Hint {
         mechanism: Mechanism::FileReads,
         seconds: e.io_shares().reads * e.io_part(),
-        text,
+        evidence,
     })
 }
 
@@ -125,12 +103,7 @@ pub(super) fn writeback(e: &Evidence) -> Option<Hint> {
     Some(Hint {
         mechanism: Mechanism::Writeback,
         seconds: e.io_shares().writes * e.io_part(),
-        text: format!(
-            "writeback (file pages the job dirtied): pages written {}; \
-             I/O waits {}",
-            e.pair(FileWritePages, fmt_count_short),
-            e.io_pair()
-        ),
+        evidence: vec![e.fact(FileWritePages), e.io_fact()],
     })
 }
 
@@ -143,25 +116,18 @@ pub(super) fn swap_out(e: &Evidence) -> Option<Hint> {
     if !(e.real(PagesSwappedOut) || device || e.real(SwapWriteP99)) {
         return None;
     }
-    let to_device = e.pair(WrittenToSwapDevice, fmt_count_short);
     // Recordings from before the split by backend have the device's only.
-    let pages = if [0, e.g]
+    let mut evidence = Vec::new();
+    if [0, e.g]
         .iter()
         .any(|&g| e.mean(PagesSwappedOut, g).is_some())
     {
-        format!(
-            "{} pages, {to_device} of them to the swap device",
-            e.pair(PagesSwappedOut, fmt_count_short)
-        )
-    } else {
-        format!("{to_device} pages to the swap device")
-    };
+        evidence.push(e.fact(PagesSwappedOut));
+    }
+    evidence.extend([e.fact(WrittenToSwapDevice), e.fact(SwapWriteP99)]);
     Some(Hint {
         mechanism: Mechanism::SwapOut,
         seconds: 0.0,
-        text: format!(
-            "swap-out: {pages}, write p99 {}",
-            e.pair(SwapWriteP99, fmt_secs)
-        ),
+        evidence,
     })
 }

@@ -5,9 +5,11 @@
 
 use super::Measure::*;
 use super::{Evidence, Mechanism};
-use crate::analysis::Hint;
 use crate::analysis::attribution::Component;
-use crate::model::format::{fmt_count_short, fmt_secs};
+use crate::analysis::{
+    Hint,
+    hint::{Fact, ShareOf},
+};
 
 /// Reclaim in the target's tasks: its time on the CPU and its sleeps
 /// (writeback and I/O waits, throttling) inside the stalls. kswapd's
@@ -24,51 +26,40 @@ pub(super) fn reclaim(e: &Evidence) -> Option<Hint> {
     if !moved.iter().any(|&m| e.real(m)) {
         return None;
     }
-    let mut text = format!(
-        "reclaim: stalls {} ({}), efficiency {}",
-        e.pair(ReclaimStallTime, fmt_secs),
-        e.pair(ReclaimStalls, fmt_count_short),
-        e.pair(ReclaimEfficiency, |v| format!("{v:.0}%"))
-    );
+    let mut evidence = vec![
+        e.fact(ReclaimStallTime),
+        e.fact(ReclaimStalls),
+        e.fact(ReclaimEfficiency),
+    ];
     if e.metric(ReclaimOnCpu).is_some() {
-        text.push_str(&format!(", on-CPU {}", e.pair(ReclaimOnCpu, fmt_secs)));
+        evidence.push(e.fact(ReclaimOnCpu));
     }
-    text.push_str(&format!(
-        ", velocity {} pages/s",
-        e.pair(ScanVelocity, fmt_count_short)
-    ));
+    evidence.push(e.fact(ScanVelocity));
     if e.real(LowPriorityShrinks) {
-        text.push_str(&format!(
-            "; shrinks at priority <= 9: {}",
-            e.pair(LowPriorityShrinks, |v| format!("{v:.0}%"))
-        ));
+        evidence.push(e.fact(LowPriorityShrinks));
     }
+    // The IPIs are CPU contention's where they waited on other tasks.
     if e.real(ReclaimCrossCpu) && !e.cross_cpu_is_contention() {
-        text.push_str(&format!(
-            "; TLB-flush IPIs {}",
-            e.pair(ReclaimCrossCpu, fmt_secs)
-        ));
+        evidence.push(e.fact(ReclaimCrossCpu));
     }
     if let Some(way) = e.way_that_moved_most() {
-        text.push_str(&format!("; moved most: {way}"));
+        evidence.push(Fact::WayMoved { way });
     }
+    evidence.extend(e.functions_that_moved());
     let share = e.refault_share();
     if share > 0.0 {
-        text.push_str(&format!(
-            "; {:.0}% of the change evicted pages needed again (refaults)",
-            100.0 * share
-        ));
+        evidence.push(Fact::Share {
+            of: ShareOf::RefaultedReclaim,
+            value: share,
+        });
     }
     if e.real(MemstallSleepTime) {
-        text.push_str(&format!(
-            "; memory.high sleeps {}",
-            e.pair(MemstallSleepTime, fmt_secs)
-        ));
+        evidence.push(e.fact(MemstallSleepTime));
     }
     Some(Hint {
         mechanism: Mechanism::Reclaim,
         seconds: (1.0 - share) * e.reclaim_seconds() + e.comp(Component::MemstallWaits),
-        text,
+        evidence,
     })
 }
 
@@ -79,40 +70,29 @@ pub(super) fn reclaim(e: &Evidence) -> Option<Hint> {
 /// reclaims the same pages over and over.
 pub(super) fn refaults(e: &Evidence) -> Option<Hint> {
     e.refaults_named().then(|| {
-        let mut text = format!(
-            "refaults (evicted pages needed again): {}, thrashing waits {}",
-            e.pair(Refaults, fmt_count_short),
-            e.pair(ThrashingDelay, fmt_secs)
-        );
+        let mut evidence = vec![e.fact(Refaults), e.fact(ThrashingDelay)];
         // Refault detection itself: how many refaulted folios were
         // judged part of the workingset and activated.
         if e.real(RefaultActivations) {
-            text.push_str(&format!(
-                ", activated on refault {}",
-                e.pair(RefaultActivations, fmt_count_short)
-            ));
+            evidence.push(e.fact(RefaultActivations));
         }
         let share = e.refault_share();
         if share > 0.0 {
-            text.push_str(&format!(
-                "; pages reclaimed {}: {:.0}% of the extra reclaim evicted \
-                 pages needed again",
-                e.pair(PagesReclaimed, fmt_count_short),
-                100.0 * share
-            ));
+            evidence.push(e.fact(PagesReclaimed));
+            evidence.push(Fact::Share {
+                of: ShareOf::RefaultedReclaim,
+                value: share,
+            });
         }
         // Filling the page cache again with them: the sampled fill CPU.
         let refill = e.refill_sys_share();
         if refill > 0.0 {
-            text.push_str(&format!(
-                "; page-cache fill CPU {}",
-                e.pair(PageCacheFillCpu, fmt_secs)
-            ));
+            evidence.push(e.fact(PageCacheFillCpu));
         }
         Hint {
             mechanism: Mechanism::Refaults,
             seconds: share * e.reclaim_seconds() + refill * e.comp(Component::OtherSystemCpu),
-            text,
+            evidence,
         }
     })
 }
@@ -121,6 +101,6 @@ pub(super) fn compaction(e: &Evidence) -> Option<Hint> {
     e.real(Compaction).then(|| Hint {
         mechanism: Mechanism::Compaction,
         seconds: e.comp(Component::CompactionCpu) + e.comp(Component::CompactionWaits),
-        text: format!("compaction: {}", e.pair(Compaction, fmt_secs)),
+        evidence: vec![e.fact(Compaction)],
     })
 }

@@ -5,6 +5,17 @@ use super::io::{file_reads, swap_in, swap_out, zswap};
 use super::*;
 use crate::model::report::ZoneTypeCounts;
 
+/// A hint's sentence, as compare prints it (the view writes it).
+fn text(h: &Hint) -> String {
+    crate::view::compare::hints::sentence(h)
+}
+
+/// The way that moved most, as the reclaim hint says it.
+fn way_text(e: &Evidence) -> Option<String> {
+    e.way_that_moved_most()
+        .map(|w| crate::view::compare::hints::way_said(&w))
+}
+
 /// Group B against A over `metrics`, with no time budget.
 fn b_vs_a(metrics: &[MetricRow], judgeable: bool) -> Evidence<'_> {
     Evidence {
@@ -14,6 +25,7 @@ fn b_vs_a(metrics: &[MetricRow], judgeable: bool) -> Evidence<'_> {
         metrics,
         attribution: &[],
         entries: &[],
+        profile: &[],
         ok: &[],
     }
 }
@@ -55,13 +67,12 @@ fn zswap_names_swap_ins_served_from_zswap() {
     let h = zswap(&e).expect("a zswap mechanism");
     assert_eq!(h.mechanism, Mechanism::Zswap);
     assert!(
-        h.text
-            .starts_with("swap-ins served from zswap: I/O waits 1.9"),
+        text(&h).starts_with("swap-ins served from zswap: I/O waits 1.9"),
         "{}",
-        h.text
+        text(&h)
     );
-    assert!(h.text.contains("-> 0"), "{}", h.text);
-    assert!(file_reads(&e).is_none(), "{}", h.text);
+    assert!(text(&h).contains("-> 0"), "{}", text(&h));
+    assert!(file_reads(&e).is_none(), "{}", text(&h));
     // The swap-in seconds are zswap's alone: no second claim.
     assert!(swap_in(&e).is_none());
     assert!(system_cpu(&e).is_none());
@@ -119,9 +130,9 @@ fn one_run_each_names_zswap_not_a_swap_out_of_zero() {
     assert!(e.real(WrittenToSwapDevice) && !e.real(PagesSwappedOut));
     let h = zswap(&e).expect("zswap named with one run each");
     assert!(
-        h.text.starts_with("swap-ins served from zswap"),
+        text(&h).starts_with("swap-ins served from zswap"),
         "{}",
-        h.text
+        text(&h)
     );
     assert!(swap_out(&e).is_none(), "swap-out named");
     assert!(swap_in(&e).is_none());
@@ -230,7 +241,7 @@ fn hints_of(a: &[RunReport], b: &[RunReport]) -> (Vec<AttributionRow>, f64, Vec<
         failed: 0,
     };
     let groups = [info(a.len()), info(b.len())];
-    let h = hints(1, true, false, &groups, &metrics, &rows, &ok, &[]);
+    let h = hints(1, true, false, &groups, &metrics, &rows, &ok, &[], &[]);
     (rows, splits[0].difference, h)
 }
 
@@ -254,7 +265,7 @@ fn text_of(hints: &[Hint], m: Mechanism) -> String {
     hints
         .iter()
         .find(|h| h.mechanism == m)
-        .map(|h| h.text.clone())
+        .map(text)
         .unwrap_or_default()
 }
 
@@ -395,8 +406,8 @@ fn file_reads_get_the_larger_share_when_they_dominate() {
         // (vmstat's, by cause), not rusage's major faults.
         for h in &hints {
             if matches!(h.mechanism, Mechanism::SwapIn | Mechanism::FileReads) {
-                assert!(h.text.contains("swap-in faults"), "{}", h.text);
-                assert!(!h.text.contains("major faults"), "{}", h.text);
+                assert!(text(h).contains("swap-in faults"), "{}", text(h));
+                assert!(!text(h).contains("major faults"), "{}", text(h));
             }
         }
         // By what changed: 9000 more file reads, 1000 more swap-ins.
@@ -424,7 +435,7 @@ fn zone_shift_names_the_zones_that_moved() {
     };
     let h = zone_shift(&[&a], &[&b]).expect("a shift");
     assert_eq!(
-        h.text,
+        text(&h),
         "pressure shifted between zones: allocations DMA32 20% -> 50%, \
          Normal 80% -> 50%"
     );
@@ -435,7 +446,7 @@ fn zone_shift_names_the_zones_that_moved() {
 /// `diff` seconds, significantly when `moved`.
 fn way(frames: &[&str], diff: f64, moved: bool) -> EntryRow {
     EntryRow {
-        context: "memcg".into(),
+        context: crate::model::report::EntryWay::Memcg,
         frames: frames.iter().map(|f| f.to_string()).collect(),
         groups: vec![None, None],
         changes: vec![Some(super::super::Change {
@@ -480,7 +491,7 @@ fn reclaim_names_the_way_in_that_moved_most() {
         ..b_vs_a(&[], true)
     };
     assert_eq!(
-        e.way_that_moved_most().as_deref(),
+        way_text(&e).as_deref(),
         Some(
             "memcg via try_charge_memcg < filemap_add_folio < page_cache_ra_unbounded < ... (+225ms/run)"
         )
@@ -489,7 +500,7 @@ fn reclaim_names_the_way_in_that_moved_most() {
         entries: &entries[..1],
         ..b_vs_a(&[], true)
     };
-    assert_eq!(none.way_that_moved_most(), None);
+    assert_eq!(way_text(&none), None);
     // A direct compaction's way moved more, but it is no reclaim's.
     let mut compaction = way(
         &[
@@ -500,17 +511,16 @@ fn reclaim_names_the_way_in_that_moved_most() {
         2.0,
         true,
     );
-    compaction.context = "compaction".into();
+    compaction.context = crate::model::report::EntryWay::Compaction;
     let with_compaction: Vec<EntryRow> = entries.iter().cloned().chain([compaction]).collect();
     let e = Evidence {
         entries: &with_compaction,
         ..b_vs_a(&[], true)
     };
     assert!(
-        e.way_that_moved_most()
-            .is_some_and(|w| w.starts_with("memcg via")),
+        way_text(&e).is_some_and(|w| w.starts_with("memcg via")),
         "{:?}",
-        e.way_that_moved_most()
+        way_text(&e)
     );
 }
 
@@ -560,7 +570,7 @@ fn a_way_in_is_named_where_it_parts_from_the_others() {
         ..b_vs_a(&[], true)
     };
     assert_eq!(
-        e.way_that_moved_most().as_deref(),
+        way_text(&e).as_deref(),
         Some(
             "memcg via ... < __filemap_add_folio < filemap_add_folio < page_cache_ra_unbounded < ... (+1.6s/run)"
         )

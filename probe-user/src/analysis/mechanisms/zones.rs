@@ -3,6 +3,7 @@
 //! metrics.
 
 use super::{Hint, Mechanism};
+use crate::analysis::hint::{Fact, ZoneCounted, ZoneShare};
 use crate::model::report::{RunReport, ZoneTypeCounts};
 
 /// Pressure shifted between zones (the seed mail's "uneven pressure on
@@ -11,34 +12,36 @@ use crate::model::report::{RunReport, ZoneTypeCounts};
 /// (allocstall_<zone>, by highest allowed zone) or of --page-alloc's
 /// allocations per node and zone moved by 10 points or more.
 pub(super) fn zone_shift(a: &[&RunReport], b: &[&RunReport]) -> Option<Hint> {
-    let mut parts = Vec::new();
-    let picks: [(&str, Pick); 3] = [
-        ("allocations", |r| per_type(r, |t| t.pgalloc)),
-        ("direct reclaim stalls", |r| per_type(r, |t| t.allocstall)),
-        ("allocations by node", |r| {
+    let mut evidence = Vec::new();
+    let picks: [(ZoneCounted, Pick); 3] = [
+        (ZoneCounted::Allocations, |r| per_type(r, |t| t.pgalloc)),
+        (ZoneCounted::DirectReclaimStalls, |r| {
+            per_type(r, |t| t.allocstall)
+        }),
+        (ZoneCounted::AllocationsByNode, |r| {
             r.zones
                 .iter()
                 .filter_map(|z| Some((format!("{}/{}", z.node, z.zone), z.allocated_pages?)))
                 .collect()
         }),
     ];
-    for (what, pick) in picks {
+    for (counted, pick) in picks {
         let (sa, sb) = (zone_shares(a, pick), zone_shares(b, pick));
-        let moved: Vec<String> = sa
-            .iter()
-            .filter_map(|(n, x)| {
-                let y = sb.iter().find(|(m, _)| m == n).map_or(0.0, |(_, y)| *y);
-                ((y - x).abs() >= 10.0).then(|| format!("{n} {x:.0}% -> {y:.0}%"))
+        let zones: Vec<ZoneShare> = sa
+            .into_iter()
+            .filter_map(|(zone, a_pct)| {
+                let b_pct = sb.iter().find(|(m, _)| *m == zone).map_or(0.0, |(_, y)| *y);
+                ((b_pct - a_pct).abs() >= 10.0).then_some(ZoneShare { zone, a_pct, b_pct })
             })
             .collect();
-        if !moved.is_empty() {
-            parts.push(format!("{what} {}", moved.join(", ")));
+        if !zones.is_empty() {
+            evidence.push(Fact::ZoneShares { counted, zones });
         }
     }
-    (!parts.is_empty()).then(|| Hint {
+    (!evidence.is_empty()).then_some(Hint {
         mechanism: Mechanism::Zones,
         seconds: 0.0,
-        text: format!("pressure shifted between zones: {}", parts.join("; ")),
+        evidence,
     })
 }
 

@@ -6,7 +6,7 @@
 use vmtrace_common::Counter;
 
 use crate::{
-    kernel::collect::{KernelTotals, comm_to_string},
+    kernel::{collect::comm_to_string, totals::KernelTotals},
     model::report::*,
 };
 

@@ -6,7 +6,7 @@
 use vmtrace_common::Hist;
 
 use crate::{
-    kernel::collect::KernelTotals,
+    kernel::totals::KernelTotals,
     model::{
         histogram::summarize,
         report::*,

@@ -2,7 +2,7 @@
 //! active list shrinking per (node, context, list), shrinks by reclaim
 //! priority, and isolation per (highest zone, list).
 
-use crate::{kernel::collect::KernelTotals, model::report::*};
+use crate::{kernel::totals::KernelTotals, model::report::*};
 
 /// Inactive list shrinking per (node, context, list).
 pub(super) fn inactive_rows(totals: &KernelTotals) -> Vec<LruRowReport> {
@@ -11,7 +11,7 @@ pub(super) fn inactive_rows(totals: &KernelTotals) -> Vec<LruRowReport> {
         .iter()
         .map(|r| LruRowReport {
             node: r.node,
-            context: r.context.name().into(),
+            context: r.context,
             lru: r.lru.name().into(),
             totals: r.totals,
         })
@@ -24,7 +24,7 @@ pub(super) fn priority_rows(totals: &KernelTotals) -> Vec<PriorityRow> {
         .priority
         .iter()
         .map(|(c, counts)| PriorityRow {
-            context: c.name().into(),
+            context: *c,
             counts: counts.clone(),
         })
         .collect()
@@ -37,7 +37,7 @@ pub(super) fn active_rows(totals: &KernelTotals) -> Vec<LruActiveRowReport> {
         .iter()
         .map(|r| LruActiveRowReport {
             node: r.node,
-            context: r.context.name().into(),
+            context: r.context,
             lru: r.lru.name().into(),
             totals: r.totals,
         })

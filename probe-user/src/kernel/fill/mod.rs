@@ -14,10 +14,7 @@ use vmtrace_common::{Counter, Hist, OomVictim, SplitFamily};
 
 use crate::{
     host::{proc::CpuTimes, swapdev::SwapLayout},
-    kernel::{
-        collect::{KernelTotals, comm_to_string},
-        probes::MetricId,
-    },
+    kernel::{collect::comm_to_string, probes::MetricId, totals::KernelTotals},
     model::{
         counters::{CompactionCounters, ThpCounters},
         histogram::summarize,
@@ -105,7 +102,7 @@ pub fn fill(readings: Readings) -> RunReport {
         machine_cpu: readings
             .cpu_before
             .zip(readings.cpu_after)
-            .map(|(b, a)| MachineCpu::between(b, a)),
+            .map(|(b, a)| crate::host::proc::machine_cpu_between(b, a)),
         ..Default::default()
     };
     match readings.traced {
@@ -252,8 +249,12 @@ fn dropped(totals: &KernelTotals) -> Dropped {
         node_out_of_range: totals.counter(Counter::NodeOutOfRange),
         oom_records_lost: totals.counter(Counter::OomRecordsDropped),
         swap_io_map_full: totals.counter(Counter::SwapIoStartDropped),
-        swap_io_unpaired: totals.counter(Counter::SwapIoUnpaired),
-        swap_io_unpaired_bytes: totals.counter(Counter::SwapIoUnpairedSectors) * 512,
+        // Pairing errors, and the requests still in flight at the read
+        // (they complete after the close: counted, never timed).
+        swap_io_unpaired: totals.counter(Counter::SwapIoUnpaired) + totals.swap_in_flight.0,
+        swap_io_unpaired_bytes: (totals.counter(Counter::SwapIoUnpairedSectors)
+            + totals.swap_in_flight.1)
+            * 512,
         evicted: evicted(totals),
         program_misses: Vec::new(),
     }

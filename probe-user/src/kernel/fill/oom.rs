@@ -5,7 +5,7 @@
 use vmtrace_common::{Counter, Hist};
 
 use crate::{
-    kernel::collect::KernelTotals,
+    kernel::totals::KernelTotals,
     model::{histogram::summarize, report::OomReaperReport},
 };
 

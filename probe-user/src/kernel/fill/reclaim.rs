@@ -6,7 +6,7 @@
 use vmtrace_common::{Counter, Hist, Holder, SplitFamily, SplitPart, split_counter};
 
 use crate::{
-    kernel::collect::{KernelTotals, comm_to_string},
+    kernel::{collect::comm_to_string, totals::KernelTotals},
     model::{histogram::summarize, report::*},
 };
 
@@ -102,7 +102,7 @@ pub(super) fn order_rows(totals: &KernelTotals) -> Vec<OrderRow> {
         .order
         .iter()
         .map(|(c, counts)| OrderRow {
-            context: c.name().into(),
+            context: *c,
             counts: counts.clone(),
         })
         .collect()

@@ -139,7 +139,7 @@ impl serde::Serialize for MetricId {
         s.serialize_str(self.name())
     }
 }
-crate::model::schema::names_schema!(MetricId, MetricId::ALL.map(MetricId::name));
+vmtrace_model::names_schema!(MetricId, MetricId::ALL.map(MetricId::name));
 
 /// The CPU profile's sampling frequency per CPU: a sample every ~2 ms
 /// of a target task's CPU time (a second of system CPU is ~500

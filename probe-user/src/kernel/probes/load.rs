@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, anyhow};
 use aya::{
     Btf, Ebpf, EbpfLoader,
-    maps::{Array, MapData, RingBuf},
+    maps::{Array, MapData, PerCpuArray, PerCpuValues, RingBuf},
     programs::{
         BtfTracePoint, Iter, PerfEvent, TracePoint,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
@@ -19,6 +19,7 @@ use vmtrace_common::{
 
 use super::{
     catalogue::{CATALOGUE, Hook, MetricId, Program},
+    debug_log::{self, DebugLog},
     plan::Plan,
 };
 
@@ -39,8 +40,9 @@ pub struct Probes {
     pub plan: Plan,
     /// Failures to attach a metric on this kernel (metric id, reason).
     pub attach_failures: Vec<(MetricId, String)>,
-    /// Forwards the programs' rare warnings (e.g. a full map) to `log`.
-    logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    /// The programs' rare events as lines (`--debug-probes`); None
+    /// without the flag.
+    debug_log: Option<DebugLog>,
     /// The OOM victim ring buffer, and what has been read from it.
     oom: Option<RingBuf<MapData>>,
     pub oom_victims: Vec<OomVictim>,
@@ -77,11 +79,19 @@ impl Probes {
         }
     }
 
-    /// Passes pending eBPF log records on to the `log` crate.
-    pub fn flush_log(&mut self) {
-        if let Some(l) = &mut self.logger {
-            l.flush();
-        }
+    /// The `--debug-probes` lines that came since the last call, to
+    /// print on stderr; none without the flag.
+    pub fn debug_lines(&mut self) -> Vec<String> {
+        self.debug_log
+            .as_mut()
+            .map_or_else(Vec::new, DebugLog::take)
+    }
+
+    /// The last `--debug-probes` lines and their summary.
+    pub fn debug_finish(&mut self) -> Vec<String> {
+        self.debug_log
+            .as_mut()
+            .map_or_else(Vec::new, DebugLog::finish)
     }
 
     /// Each attached program's counters from its fdinfo: runs and run
@@ -113,6 +123,30 @@ impl Probes {
             }
         }
         out
+    }
+
+    /// Starts the machine-wide page counts at the window's open, as the
+    /// window's /proc/vmstat starts there: `kmem:mm_page_alloc` fires for
+    /// every allocation on the machine, so from its attach to the
+    /// window's open it counted vmtrace's own loading (the verifier's and
+    /// the JIT's pages for each program attached after it: ~500 pages
+    /// here, thousands in a TCG guest) that pgalloc_* and zoneinfo's
+    /// numa_hit leave out of the window. The other programs count reclaim
+    /// and faults, which loading does not cause.
+    pub fn start_window(&mut self) -> Result<()> {
+        if !self.plan.is_enabled(MetricId::PageAlloc) {
+            return Ok(());
+        }
+        let cpus = aya::util::nr_cpus().map_err(|(what, e)| anyhow!("{what}: {e}"))?;
+        let map = self
+            .ebpf
+            .map_mut(names::PAGE_ALLOC)
+            .context("the eBPF object has no PAGE_ALLOC map")?;
+        let mut cells: PerCpuArray<_, u64> = PerCpuArray::try_from(map)?;
+        for i in 0..cells.len() {
+            cells.set(i, PerCpuValues::try_from(vec![0u64; cpus])?, 0)?;
+        }
+        Ok(())
     }
 
     /// Adds every live thread's pending reclaim stalls to its process's
@@ -184,14 +218,18 @@ pub struct Layout {
     pub entry_stacks: bool,
     /// The CPU profile runs: its stack map (~16 MB) and table likewise.
     pub profile: bool,
+    /// `--debug-probes`: the programs log their rare events.
+    pub debug_probes: bool,
 }
 
 /// Maps preallocated at their full size only when used (hash maps are
 /// preallocated: the perf-event program that closes faults may only
 /// use such): the per-task fault stamps (~5 MB) for fault latency, the
 /// followed pids (~5 MB) for a target by pid, the stack map (~4 MB) and
-/// its table for reclaim entry stacks; otherwise one entry each.
-fn map_sizes(layout: &Layout) -> [(&'static str, u32); 6] {
+/// its table for reclaim entry stacks; otherwise one entry each. And
+/// aya-log's ring buffer: one page when nothing is logged, room for a
+/// few thousand lines between reads with `--debug-probes`.
+fn map_sizes(layout: &Layout) -> [(&'static str, u32); 7] {
     let full_if = |used: bool, full: u32| if used { full } else { 1 };
     [
         (
@@ -215,6 +253,14 @@ fn map_sizes(layout: &Layout) -> [(&'static str, u32); 6] {
             full_if(layout.profile, MAX_PROFILE_STACKS),
         ),
         (names::PROFILE, full_if(layout.profile, MAX_PROFILE_STACKS)),
+        (
+            debug_log::RING,
+            if layout.debug_probes {
+                debug_log::RING_BYTES
+            } else {
+                page_size()
+            },
+        ),
     ]
 }
 
@@ -237,6 +283,7 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         .override_global(names::SWAP_EXTENTS, &layout.swap, true)
         .override_global(names::ZONE_SPANS, &layout.zones, true)
         .override_global(names::FAULT_LATENCY, &u32::from(layout.fault_latency), true)
+        .override_global(names::DEBUG_PROBES, &u32::from(layout.debug_probes), true)
         // TASK_SPANS is task storage, which aya creates but has no
         // userspace type for; only the programs use it.
         .allow_unsupported_maps()
@@ -254,10 +301,12 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
                 e.context("loading vmtrace's eBPF object into the kernel failed")
             }
         })?;
-    // The logger owns the log ring buffer's fd: it must outlive loading.
-    let logger = aya_log::EbpfLogger::init(&mut ebpf)
-        .map_err(|e| log::debug!("eBPF logging unavailable: {e}"))
-        .ok();
+    // Before the programs load: the log owns the ring buffer's fd from
+    // now on (without it, the object keeps it).
+    let debug_log = layout
+        .debug_probes
+        .then(|| DebugLog::init(&mut ebpf))
+        .transpose()?;
     if per_cgroup.is_some() {
         let mut rows: aya::maps::HashMap<_, u64, CgroupStalls> = aya::maps::HashMap::try_from(
             ebpf.map_mut(names::CGROUP_STALLS)
@@ -309,11 +358,18 @@ pub fn attach(mut plan: Plan, layout: &Layout) -> Result<Probes> {
         ebpf,
         plan,
         attach_failures,
-        logger,
+        debug_log,
         oom,
         oom_victims: Vec::new(),
         kallsyms,
     })
+}
+
+/// The kernel's page size: the smallest ring buffer.
+fn page_size() -> u32 {
+    // SAFETY: sysconf reads a constant of the running system.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u32::try_from(size).unwrap_or(4096)
 }
 
 /// Unloads a program and detaches all its links (best effort).

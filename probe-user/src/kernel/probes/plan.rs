@@ -272,8 +272,8 @@ pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec
                 .find(|(id, _)| *id == m.id)
                 .map(|(_, r)| r.clone());
             Listed {
-                id: m.id.name(),
-                title: m.id.title(),
+                id: m.id.name().to_string(),
+                title: m.id.title().to_string(),
                 hooks: m
                     .programs
                     .iter()
@@ -286,7 +286,8 @@ pub fn listing(tracefs: &TraceFs, types: Option<&dyn KernelTypes>) -> Result<Vec
                         },
                     )
                     .collect(),
-                opt_in: m.opt_in.map(OptIn::flag),
+                programs: m.programs.iter().map(|p| p.name.to_string()).collect(),
+                opt_in: m.opt_in.map(|o| o.flag().to_string()),
                 available: reason.is_none(),
                 reason,
             }

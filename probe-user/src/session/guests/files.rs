@@ -65,7 +65,7 @@ pub(super) fn bring_home(dir: &HeldDir) {
 /// directory's descriptor; None when it cannot be read.
 pub(super) fn read_job_recording(path: &Path) -> Option<Recording> {
     let dir = HeldDir::open(path.parent()?).ok()?;
-    Recording::read_held(&dir, path.file_name()?.to_str()?).ok()
+    crate::host::recording_file::read_held(&dir, path.file_name()?.to_str()?).ok()
 }
 
 /// Whether the guest powered off after a kernel panic before its job

@@ -743,12 +743,12 @@ mod tests {
             .iter()
             .enumerate()
         {
-            let mut rec = Recording::read(&corpus).unwrap();
+            let mut rec = crate::host::recording_file::read(&corpus).unwrap();
             rec.environment.kernel_release = kernel.to_string();
             rec.runs[1].label = "-j4".into();
             rec.runs[0].label = "-j2".into();
             let path = dir.join(format!("{i}.vmtrace.json"));
-            rec.write(&path).unwrap();
+            crate::host::recording_file::write(&rec, &path).unwrap();
             outcomes.push(Outcome {
                 spec: kernel.to_string(),
                 label: None,
@@ -801,10 +801,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vmtrace-same-rel-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let outcome = |i: usize, spec: &str, label: Option<&str>| {
-            let mut rec = Recording::read(&corpus).unwrap();
+            let mut rec = crate::host::recording_file::read(&corpus).unwrap();
             rec.environment.kernel_release = "6.1.172".into();
             let path = dir.join(format!("{i}.vmtrace.json"));
-            rec.write(&path).unwrap();
+            crate::host::recording_file::write(&rec, &path).unwrap();
             Outcome {
                 spec: spec.into(),
                 label: label.map(String::from),

@@ -21,7 +21,7 @@ pub fn svg(c: &Comparison, inputs: &[GroupInput]) -> String {
                     if kind == h {
                         for b in &s.buckets {
                             if let Some(slot) = counts.get_mut(bucket_of(b.lower_ns)) {
-                                *slot += b.count;
+                                *slot = slot.saturating_add(b.count);
                             }
                         }
                     }

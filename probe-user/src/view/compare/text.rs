@@ -3,50 +3,23 @@
 //! hold the baseline and at most two other groups, more go in further
 //! blocks.
 
-use crate::model::format::{fmt_count_short, fmt_secs, wrap};
+use crate::model::format::{fmt_secs, wrap};
 use std::fmt::Write as _;
 
 use crate::analysis::{
-    AttributionRow, Change, Comparison, ElapsedSplit, Hint, MetricRow, Unit, Verdict, Versus,
+    AttributionRow, Comparison, ElapsedSplit, Hint, MetricRow, Verdict, Versus,
     attribution::{Component, Kind},
     entries::EntryRow,
-    guards::Guard,
+    guards::{Guard, MglruState, SettingValue},
     measures::Scope,
     stats::Describe,
 };
-use crate::model::report::entry_chain;
+use crate::model::recording::environment::{ThpMode, irq_line};
+use crate::model::report::{CgroupVersion, entry_chain};
 
 const NAME: usize = 24;
 
-fn letter(i: usize) -> String {
-    crate::model::format::group_letter(i).to_string()
-}
-
-fn value(unit: Unit, v: f64) -> String {
-    match unit {
-        Unit::Seconds => fmt_secs(v),
-        Unit::Percent => format!("{v:.1}%"),
-        Unit::Count | Unit::Pages | Unit::PerSecond => fmt_count_short(v),
-    }
-}
-
-fn pct(c: &Change) -> String {
-    match c.pct {
-        Some(p) if p.abs() >= 10.0 => format!("{p:+.0}%"),
-        Some(p) => format!("{p:+.1}%"),
-        None if c.diff == 0.0 => "0".into(),
-        None => "new".into(),
-    }
-}
-
-fn mark(c: &Change) -> &'static str {
-    match c.welch {
-        Some(w) if w.p < 0.01 => "**",
-        Some(w) if w.p < 0.05 => "*",
-        Some(_) => "~",
-        None => "",
-    }
-}
+use super::cells::{letter, mark, pct, value};
 
 pub fn render(c: &Comparison, detail: bool) -> String {
     let mut o = String::new();
@@ -112,6 +85,17 @@ pub fn render(c: &Comparison, detail: bool) -> String {
     }
     for (k, _) in c.versus.iter().enumerate().filter(|(_, v)| timed(v)) {
         write_entries(&mut o, &c.entries, k + 1);
+        if !c.entries.is_empty() && c.groups[0].kernel_release != c.groups[k + 1].kernel_release {
+            // Matched across two kernels: say how (model::entries::way_key).
+            for l in wrap(
+                "(kernels differ: ways matched by function, clone suffixes, \
+                 _noprof and the page allocator's own frames left out)",
+                72,
+            ) {
+                let _ = writeln!(o, "{l}");
+            }
+        }
+        super::inside::write_profile(&mut o, &c.profile, k + 1);
     }
     o
 }
@@ -160,7 +144,7 @@ fn write_entries(o: &mut String, rows: &[EntryRow], g: usize) {
         let _ = writeln!(
             o,
             "  {} {} {a} {} -> {b} {} {}",
-            r.context,
+            r.context.name(),
             signed_diff(c.diff),
             fmt_secs(mean(0)),
             fmt_secs(mean(g)),
@@ -490,7 +474,7 @@ fn write_hints(o: &mut String, g: usize, v: &Versus) {
         let _ = writeln!(o);
         let _ = writeln!(o, "{title}");
         for (i, h) in hints.iter().enumerate() {
-            let mut text = format!("{}. {}", i + 1, h.text);
+            let mut text = format!("{}. {}", i + 1, super::hints::sentence(h));
             if let Some(claim) = claim(h.seconds, v, g) {
                 let _ = write!(text, " -- {claim}");
             }
@@ -503,7 +487,7 @@ fn write_hints(o: &mut String, g: usize, v: &Versus) {
 
 /// What a mechanism accounts for, as a reviewer would say it: "1.2s of
 /// the 2.7s by which B is slower (44%)". The seconds are its components'
-/// attributed parts (attribution.rs), so never more than the difference;
+/// attributed parts (analysis/attribution/), so never more than the difference;
 /// a claim past it would be a bug and is not printed.
 fn claim(seconds: f64, v: &Versus, g: usize) -> Option<String> {
     let d = v.split.as_ref()?.difference;
@@ -567,7 +551,11 @@ fn guard_lines(guards: &[Guard]) -> Vec<String> {
             format!(
                 "! {} {}: {}",
                 g.setting.name(),
-                g.values.join(" vs "),
+                g.values
+                    .iter()
+                    .map(|v| group_values(v))
+                    .collect::<Vec<_>>()
+                    .join(" vs "),
                 g.why
             )
         })
@@ -576,6 +564,49 @@ fn guard_lines(guards: &[Guard]) -> Vec<String> {
         out.push("! marked rows mean different things: no cause is named from them".into());
     }
     out
+}
+
+/// A group's values of a setting: `-` (unknown), or each as printed,
+/// sorted, between `/`.
+fn group_values(values: &[SettingValue]) -> String {
+    let mut words: Vec<String> = values.iter().map(setting_value).collect();
+    words.sort();
+    words.dedup();
+    if words.is_empty() {
+        "-".into()
+    } else {
+        words.join("/")
+    }
+}
+
+/// A setting's value as the guard line prints it.
+pub fn setting_value(v: &SettingValue) -> String {
+    match v {
+        SettingValue::Mglru(m) => match m {
+            MglruState::Off => "off",
+            MglruState::OnTraced => "on (traced)",
+            MglruState::OnUntraced => "on (no LRU events)",
+        }
+        .into(),
+        SettingValue::BoxCgroup(CgroupVersion::V1) => "v1".into(),
+        SettingValue::BoxCgroup(CgroupVersion::V2) => "v2".into(),
+        SettingValue::DelayAccounting(d) => d.name().into(),
+        SettingValue::Thp(t) => {
+            let pmd = t.pmd.as_ref().map_or("-", ThpMode::name);
+            if t.sizes.is_empty() {
+                return pmd.into();
+            }
+            let sizes: Vec<String> = t
+                .sizes
+                .iter()
+                .map(|(k, m)| format!("{k}={}", m.as_ref().map_or("-", ThpMode::name)))
+                .collect();
+            format!("{pmd}, sizes {}", sizes.join(" "))
+        }
+        SettingValue::JobFileSystem(fs) => fs.clone(),
+        SettingValue::IrqTime(out) => irq_line(*out).into(),
+        SettingValue::StealTime(s) => s.line().into(),
+    }
 }
 
 #[cfg(test)]

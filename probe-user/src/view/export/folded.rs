@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 
-use crate::model::recording::Recording;
+use crate::model::{recording::Recording, report::EntryWay};
 
 /// The folded lines of `rec`'s reclaim entries, heaviest first.
 pub fn render(rec: &Recording) -> Result<String> {
@@ -23,19 +23,21 @@ pub fn render(rec: &Recording) -> Result<String> {
         };
         any = true;
         for p in &e.paths {
-            let root = match p.context.as_str() {
-                "compaction" => "direct_compaction".to_string(),
-                context => format!("{}_reclaim", frame(context)),
+            let root = match p.context {
+                EntryWay::Compaction => "direct_compaction".to_string(),
+                w @ (EntryWay::Direct | EntryWay::Memcg | EntryWay::KswapdWake) => {
+                    format!("{}_reclaim", w.name())
+                }
             };
             let mut frames: Vec<String> = vec![root];
             if p.frames.is_empty() {
                 frames.push("[stack not kept]".into());
             }
             frames.extend(p.frames.iter().rev().map(|f| frame(f)));
-            let order = if p.context == "memcg" {
-                String::new()
-            } else {
+            let order = if p.context.order_known() {
                 format!(" order {}", p.order)
+            } else {
+                String::new()
             };
             frames.push(format!("[{}{order}]", frame(&p.gfp_names)));
             *weights.entry(frames.join(";")).or_default() += p.stall_ns / 1000;
@@ -72,7 +74,7 @@ pub fn flamegraph(rec: &Recording) -> Result<String> {
 /// innermost first), its context and its mean stall seconds per run in
 /// the baseline and in the other group. Widths are the other group's;
 /// red is more time there than in the baseline, blue less.
-pub fn differential(ways: &[(String, Vec<String>, f64, f64)], title: &str) -> Result<String> {
+pub fn differential(ways: &[(EntryWay, Vec<String>, f64, f64)], title: &str) -> Result<String> {
     if ways.is_empty() {
         bail!(
             "no recording of either group kept reclaim entry stacks (recorded \
@@ -82,7 +84,7 @@ pub fn differential(ways: &[(String, Vec<String>, f64, f64)], title: &str) -> Re
     let lines: Vec<String> = ways
         .iter()
         .map(|(context, frames, a, b)| {
-            let mut stack = vec![format!("{}_reclaim", frame(context))];
+            let mut stack = vec![format!("{}_reclaim", context.name())];
             stack.extend(frames.iter().rev().map(|f| frame(f)));
             let us = |s: f64| (s * 1e6).round().max(0.0) as u64;
             format!("{} {} {}", stack.join(";"), us(*a), us(*b))
@@ -114,7 +116,7 @@ fn draw<'a>(
 
 /// A frame that cannot break the format: `;` separates frames and a
 /// line ends the stack, so both (and any control character) become `_`.
-fn frame(name: &str) -> String {
+pub(super) fn frame(name: &str) -> String {
     name.chars()
         .map(|c| if c == ';' || c.is_control() { '_' } else { c })
         .collect()
@@ -138,7 +140,7 @@ mod tests {
 
     fn path(frames: &[&str], stall_ns: u64) -> EntryPath {
         EntryPath {
-            context: "memcg".into(),
+            context: EntryWay::Memcg,
             frames: frames.iter().map(|s| s.to_string()).collect(),
             gfp: 0xcc0,
             gfp_names: "GFP_KERNEL".into(),
@@ -203,7 +205,7 @@ mod tests {
             assert!(svg.contains(name), "{name} not drawn");
         }
         let ways = vec![(
-            "memcg".to_string(),
+            EntryWay::Memcg,
             vec![
                 "try_to_free_mem_cgroup_pages".to_string(),
                 "filemap_read".to_string(),

@@ -3,6 +3,7 @@
 //! the same plots as PNG).
 //! Pure functions of `Recording`s.
 
+pub mod cpu_folded;
 pub mod csv;
 pub mod folded;
 pub mod hlog;

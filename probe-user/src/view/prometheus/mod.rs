@@ -20,7 +20,7 @@ use std::fmt::Write;
 mod names;
 
 use vmtrace_common::{
-    CGROUP_BUCKETS, CgroupStalls, Counter, Hist,
+    CGROUP_BUCKETS, CgroupStalls, Counter, Hist, ReclaimContext,
     hist::{bucket_lower, bucket_upper},
 };
 
@@ -116,7 +116,7 @@ pub struct Exposition {
     pub vmstat: Vec<(&'static str, u64)>,
     /// Pages scanned and reclaimed by `mm_vmscan_lru_shrink_inactive`,
     /// every task, per reclaim context: (context, scanned, reclaimed).
-    pub lru: Vec<(&'static str, u64, u64)>,
+    pub lru: Vec<(ReclaimContext, u64, u64)>,
     /// Per-cgroup rows: the cap, and rows deleted (cgroup removed).
     pub max_cgroups: u32,
     /// Per-cgroup histograms with `cgroup_bounds(true)`'s bounds.
@@ -357,21 +357,7 @@ fn histograms(w: &mut Writer, e: &Exposition) {
             Hist::MemcgReclaim => Some(counter(Counter::MemcgReclaimNs)),
             _ => None,
         };
-        // Whose work each times (exhaustive: a new Hist must say):
-        // kswapd, shrinkers, swap I/O and the reaper work for every task.
-        let whose = match h {
-            Hist::KswapdAwake
-            | Hist::SlabShrink
-            | Hist::SwapWrite
-            | Hist::SwapRead
-            | Hist::OomReap => "every task",
-            Hist::DirectReclaim
-            | Hist::MemcgReclaim
-            | Hist::MinorFault
-            | Hist::MajorFault
-            | Hist::Throttle
-            | Hist::Compaction => "of the target",
-        };
+        let whose = crate::model::histogram::whose(*h);
         let help = format!(
             "{} {whose} (s); _sum {}",
             h.title(),
@@ -397,8 +383,14 @@ fn histograms(w: &mut Writer, e: &Exposition) {
 /// The per-cgroup rows: stall histograms, PSI, and the rows themselves.
 fn cgroups(w: &mut Writer, e: &Exposition) {
     let bounds = cgroup_bounds(e.coarse_cgroups);
-    for (context, title) in [("direct", "direct"), ("memcg", "memcg")] {
-        let name = format!("vmtrace_cgroup_{context}_reclaim_seconds");
+    type Stalls = fn(&CgroupStalls) -> (&[u64; CGROUP_BUCKETS], u64);
+    let contexts: [(ReclaimContext, Stalls); 2] = [
+        (ReclaimContext::Direct, |s| (&s.direct, s.direct_ns)),
+        (ReclaimContext::Memcg, |s| (&s.memcg, s.memcg_ns)),
+    ];
+    for (context, stalls) in contexts {
+        let title = context.name();
+        let name = format!("vmtrace_cgroup_{title}_reclaim_seconds");
         w.family(
             &name,
             "histogram",
@@ -408,11 +400,7 @@ fn cgroups(w: &mut Writer, e: &Exposition) {
             ),
         );
         for row in &e.cgroups {
-            let (buckets, sum) = if context == "memcg" {
-                (&row.stalls.memcg, row.stalls.memcg_ns)
-            } else {
-                (&row.stalls.direct, row.stalls.direct_ns)
-            };
+            let (buckets, sum) = stalls(&row.stalls);
             let (cum, count) = pow2_cumulative(buckets);
             let at_bounds: Vec<u64> = LE_LOG2
                 .zip(cum)
@@ -496,7 +484,7 @@ fn cgroups(w: &mut Writer, e: &Exposition) {
 
 /// LRU pages per context, the recording's counters, /proc/vmstat items.
 fn counters(w: &mut Writer, e: &Exposition) {
-    type Pick = fn(&(&'static str, u64, u64)) -> u64;
+    type Pick = fn(&(ReclaimContext, u64, u64)) -> u64;
     let lru: [(&str, &str, Pick); 2] = [
         (
             "vmtrace_lru_scanned_pages_total",
@@ -512,7 +500,7 @@ fn counters(w: &mut Writer, e: &Exposition) {
     for (name, help, pick) in lru.into_iter().filter(|_| !e.lru.is_empty()) {
         w.family(name, "counter", help);
         for l in &e.lru {
-            w.sample(name, &[("context", l.0)], &pick(l).to_string());
+            w.sample(name, &[("context", l.0.name())], &pick(l).to_string());
         }
     }
     // A family's samples together, in the order its first one comes.
@@ -652,7 +640,7 @@ mod tests {
             }],
             psi_us: Some((10, 0)),
             vmstat: vec![("pswpout", 7)],
-            lru: vec![("kswapd", 64, 32)],
+            lru: vec![(ReclaimContext::Kswapd, 64, 32)],
             max_cgroups: 16,
             coarse_cgroups: false,
             cgroups_expired: 1,

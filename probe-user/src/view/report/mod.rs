@@ -99,9 +99,9 @@ mod tests {
     use super::*;
     use crate::{
         kernel::{
-            collect::KernelTotals,
             fill::{Readings, Traced, fill},
             probes::MetricId,
+            totals::KernelTotals,
         },
         model::{report::*, vmstat::VmStat},
     };
@@ -128,7 +128,7 @@ mod tests {
         let totals = KernelTotals {
             hists: counts,
             counters,
-            lru: vec![crate::kernel::collect::LruRow {
+            lru: vec![crate::kernel::totals::LruRow {
                 node: 0,
                 context: ReclaimContext::Memcg,
                 lru: vmtrace_common::LruType::Anon,
@@ -331,7 +331,7 @@ mod tests {
             .iter()
             .find(|m| m.id == MetricId::FaultLatency.name())
             .expect("fl");
-        assert!(!fl.available && fl.opt_in == Some("--fault-latency"));
+        assert!(!fl.available && fl.opt_in.as_deref() == Some("--fault-latency"));
         assert!(
             listed
                 .iter()

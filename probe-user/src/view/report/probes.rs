@@ -11,7 +11,7 @@ pub fn probes_text(kernel_release: &str, listed: &[Listed]) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "vmtrace probes on Linux {kernel_release}");
     for m in listed {
-        let status = match (&m.reason, m.opt_in) {
+        let status = match (&m.reason, m.opt_in.as_deref()) {
             (Some(_), _) => "UNAVAILABLE".to_string(),
             (None, Some(flag)) => format!("available ({flag})"),
             (None, None) => "available".to_string(),

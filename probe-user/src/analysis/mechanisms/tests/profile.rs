@@ -48,7 +48,11 @@ fn refaults_claim_the_cpu_of_filling_the_page_cache_again() {
         "{} of {diff}: {hints:#?}",
         first.seconds
     );
-    assert!(first.text.contains("page-cache fill CPU"), "{}", first.text);
+    assert!(
+        super::text(first).contains("page-cache fill CPU"),
+        "{}",
+        super::text(first)
+    );
     let sys = hints
         .iter()
         .find(|h| h.mechanism == Mechanism::SystemCpu)
@@ -152,9 +156,9 @@ fn flush_ipis_to_cpus_busy_with_other_tasks_are_contention() {
     assert_eq!(hints[0].mechanism, Mechanism::CpuContention, "{hints:#?}");
     assert!(hints[0].seconds > 0.95 * diff, "{diff}: {hints:#?}");
     assert!(
-        hints[0].text.contains("TLB-flush IPIs"),
+        super::text(&hints[0]).contains("TLB-flush IPIs"),
         "{}",
-        hints[0].text
+        super::text(&hints[0])
     );
     assert!(
         hints
@@ -172,8 +176,66 @@ fn flush_ipis_to_cpus_busy_with_other_tasks_are_contention() {
     assert_eq!(hints[0].mechanism, Mechanism::Reclaim, "{hints:#?}");
     assert!(hints[0].seconds > 0.9 * diff, "{diff}: {hints:#?}");
     assert!(
-        hints[0].text.contains("TLB-flush IPIs"),
+        super::text(&hints[0]).contains("TLB-flush IPIs"),
         "{}",
-        hints[0].text
+        super::text(&hints[0])
     );
+}
+
+/// The calibration's moved hog: rusage books the job `booked` s more
+/// system time in B while the profile samples its kernel CPU outside
+/// reclaim at `seen` s more. "System CPU" claims only the share the
+/// samples moved with: none when they did not move, all when they
+/// moved with it (and without a profile, all, as before).
+#[test]
+fn system_cpu_claims_only_what_the_sampler_saw() {
+    use crate::model::profile::{ProfileReport, ProfileStack};
+    let claim = |booked: f64, seen: f64, profile: bool| {
+        let run = |i: u64, worse: bool| {
+            let mut r = measured_run(i, false, 0, 0, false);
+            let k = i as f64 * 0.01;
+            let (sys, sampled) = if worse { (booked, seen) } else { (0.0, 0.0) };
+            let kernel = r.usage.sys_s + sampled + k;
+            r.usage.sys_s += sys + k;
+            r.usage.wall_s += sys + k;
+            // The machine's CPU time books it too (the job's CPU is
+            // part of the machine's, not another task's).
+            if let Some(m) = r.machine_cpu.as_mut() {
+                m.system_s += sys + k;
+                m.idle_s += sys + k;
+            }
+            if profile {
+                r.profile = Some(ProfileReport {
+                    hz: 499,
+                    user_samples: (r.usage.user_s * 499.0) as u64,
+                    lost_samples: 0,
+                    stacks: vec![ProfileStack {
+                        frames: vec!["clear_page_erms".into(), "do_anonymous_page".into()],
+                        samples: (kernel * 499.0) as u64,
+                    }],
+                    other_samples: 0,
+                });
+            }
+            r
+        };
+        let a: Vec<RunReport> = (0..3).map(|i| run(i, false)).collect();
+        let b: Vec<RunReport> = (0..3).map(|i| run(i, true)).collect();
+        let (_, diff, hints) = hints_of(&a, &b);
+        let sys = hints.iter().find(|h| h.mechanism == Mechanism::SystemCpu);
+        (sys.map_or(-1.0, |h| h.seconds) / diff, hints)
+    };
+    let (none, hints) = claim(1.0, 0.0, true);
+    assert!(none.abs() < 1e-9, "unseen: {none}: {hints:#?}");
+    assert!(
+        hints
+            .iter()
+            .any(|h| super::text(h).contains("sampled outside reclaim")),
+        "{hints:#?}"
+    );
+    let (half, _) = claim(1.0, 0.5, true);
+    let (all, hints) = claim(1.0, 1.0, true);
+    assert!(all > 0.5, "seen: {all}: {hints:#?}");
+    assert!((half - all / 2.0).abs() < 0.05 * all, "{half} vs {all}");
+    let (old, _) = claim(1.0, 0.0, false);
+    assert!((old - all).abs() < 0.05 * all, "no profile: {old} vs {all}");
 }

@@ -52,7 +52,7 @@ pub(in crate::view::report) fn power_of_two_rows(s: &Summary) -> Vec<(u64, u64, 
         let idx = vmtrace_common::hist::bucket_of(b.lower_ns);
         let g = idx / sub;
         match groups.last_mut() {
-            Some((last, n)) if *last == g => *n += b.count,
+            Some((last, n)) if *last == g => *n = n.saturating_add(b.count),
             _ => groups.push((g, b.count)),
         }
     }

@@ -27,7 +27,7 @@ pub(super) fn shrink_inactive(o: &mut String, report: &RunReport) -> Result {
             o,
             "  {:>4} {:<7} {:<4} {:>8} {:>12} {:>12} {:>6}",
             r.node,
-            r.context,
+            r.context.name(),
             r.lru,
             r.totals.events,
             r.totals.nr_scanned,
@@ -125,7 +125,7 @@ fn kept_back(o: &mut String, report: &RunReport, rows: &[LruRowReport]) -> Resul
     writeln!(o, "  where the scanned pages went (pages)")?;
     let mut head = format!("  {:<18}", "");
     for c in &cols {
-        let _ = write!(head, " {:>12}", format!("{}/{}", c.context, c.lru));
+        let _ = write!(head, " {:>12}", format!("{}/{}", c.context.name(), c.lru));
     }
     writeln!(o, "{head}")?;
     let groups: [(&str, Get); 5] = [
@@ -230,9 +230,10 @@ fn busiest_pairs(rows: &[LruRowReport]) -> Vec<LruRowReport> {
             Some(i) => i,
             None => {
                 cols.push(LruRowReport {
-                    context: r.context.clone(),
+                    node: 0,
+                    context: r.context,
                     lru: r.lru.clone(),
-                    ..Default::default()
+                    totals: Default::default(),
                 });
                 cols.len() - 1
             }
@@ -255,7 +256,7 @@ pub(super) fn priorities(o: &mut String, report: &RunReport) -> Result {
         let text = format!(
             "{} inactive-list shrinks (batches of <= 32 pages) by \
              priority (12 mildest, 0 last resort): {pairs}",
-            p.context
+            p.context.name()
         );
         write_wrapped(o, &text)?;
     }
@@ -281,7 +282,7 @@ pub(super) fn shrink_active(o: &mut String, report: &RunReport) -> Result {
         writeln!(
             o,
             "  {:<7} {:<4} {:>11} {:>11} {:>12} {:>12}",
-            r.context,
+            r.context.name(),
             r.lru,
             r.totals.nr_taken,
             r.totals.nr_active,
@@ -297,7 +298,12 @@ mod tests {
     use super::*;
 
     fn run(release: &str, traced: u64, pgscan: u64) -> RunReport {
-        let mut row = LruRowReport::default();
+        let mut row = LruRowReport {
+            node: 0,
+            context: crate::model::report::ReclaimContext::Kswapd,
+            lru: "file".into(),
+            totals: Default::default(),
+        };
         row.totals.nr_scanned = traced;
         let mut r = RunReport {
             kernel_release: release.into(),

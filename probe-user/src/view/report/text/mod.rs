@@ -22,6 +22,7 @@ mod lru;
 mod membox;
 mod names;
 mod oom;
+mod profile;
 mod reclaim;
 mod swap;
 mod timeline;
@@ -38,6 +39,7 @@ const MEASURED: &[Section] = &[
     reclaim::stalls,
     reclaim::top_stallers,
     reclaim::entries,
+    profile::inside_stalls,
     reclaim::orders,
     lru::shrink_inactive,
     lru::priorities,

@@ -6,7 +6,7 @@ use crate::model::format::{fmt_ns, write_wrapped};
 use std::fmt::{Result, Write as _};
 
 use super::{hist::write_hist, names::nonzero_pairs};
-use crate::model::report::{KswapdWakePath, RunReport, StallSplit, entry_chain};
+use crate::model::report::{EntryWay, KswapdWakePath, RunReport, StallSplit, entry_chain};
 
 /// `direct reclaim: ...` and `memcg reclaim: ...`, each with its
 /// histogram of stall times.
@@ -97,7 +97,7 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
     }
     let total = e.total_ns();
     writeln!(o)?;
-    let what = if e.paths.iter().any(|p| p.context == "compaction") {
+    let what = if e.paths.iter().any(|p| p.context == EntryWay::Compaction) {
         "reclaim and compaction were"
     } else {
         "reclaim was"
@@ -109,17 +109,16 @@ pub(super) fn entries(o: &mut String, report: &RunReport) -> Result {
         } else {
             100.0 * p.stall_ns as f64 / total as f64
         };
-        // memcg reclaim's tracepoint gives order 0 whatever the charge.
-        let order = if p.context == "memcg" {
-            String::new()
-        } else {
+        let order = if p.context.order_known() {
             format!(" order {}", p.order)
+        } else {
+            String::new()
         };
         let head = format!(
             "  {share:5.1}% {:>7} {:>6}x {}",
             fmt_ns(p.stall_ns),
             p.count,
-            p.context
+            p.context.name()
         );
         write_indented(o, "", &format!("{head} {}{order}", p.gfp_names))?;
         write_indented(o, "      ", &entry_chain(&p.frames))?;
@@ -239,7 +238,7 @@ fn pieces(word: &str, width: usize) -> Vec<String> {
 /// and the tracepoint is given 0), so that row would say nothing.
 pub(super) fn orders(o: &mut String, report: &RunReport) -> Result {
     for r in &report.reclaim_order {
-        if r.context == "memcg" {
+        if !r.context.order_known() {
             continue;
         }
         writeln!(o)?;
@@ -252,7 +251,7 @@ pub(super) fn orders(o: &mut String, report: &RunReport) -> Result {
         });
         write_wrapped(
             o,
-            &format!("{} reclaims by allocation order: {pairs}", r.context),
+            &format!("{} reclaims by allocation order: {pairs}", r.context.name()),
         )?;
     }
     Ok(())
