@@ -155,13 +155,19 @@ fn ways_in_match_the_tracepoints_own_output_and_the_read_path() {
     .output()
     .expect("run vmtrace");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let rec = crate::common::recording(&rec_path);
     let r = &rec["runs"][0]["report"];
+    // The box's v1 memcg now and then OOM-kills the hog (a charge whose
+    // reclaim passes free nothing while its swap-outs are still under
+    // writeback: one CI run in many, 1 GiB of swap free). The shell
+    // outlives the hog, writes the trace and exits 137, the box's own
+    // kill count says why; every reclaim until the kill was both printed
+    // and counted, so all of the checks below still hold.
+    if !out.status.success() {
+        let killed = r["exit"]["code"] == 137 && r["membox"]["oom_kills"].as_u64() >= Some(1);
+        assert!(killed, "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+        eprintln!("notice: the hog was OOM-killed by its box; ways in still checked");
+    }
     let e = &r["reclaim_entries"];
 
     // (a) The kernel's own strings, count for count.
