@@ -43,6 +43,32 @@ pub fn on_path(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
+/// Installs Debian packages with apt-get, asking for nothing else:
+/// `--no-remove` (apt-get aborts rather than remove an installed package
+/// to make room: Debian's qemu-system-x86 conflicts with a newer
+/// qemu-utils from backports, and apt would remove the user's) and
+/// `--no-upgrade`; the package lists are updated once if the install
+/// fails.
+pub fn apt_install(packages: &[&str]) -> Result<()> {
+    let install = || {
+        run(Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "--no-install-recommends",
+                "--no-remove",
+                "--no-upgrade",
+            ])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"))
+    };
+    if install().is_err() {
+        run(Command::new("apt-get").arg("update"))?;
+        install()?;
+    }
+    Ok(())
+}
+
 /// The time now, UTC, as a directory name: 20261205T143000Z.
 pub fn utc_stamp() -> String {
     Command::new("date")

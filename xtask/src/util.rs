@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 #[path = "process.rs"]
 mod process;
-pub use process::{cargo, is_root, on_path, run, show, utc_stamp};
+pub use process::{apt_install, cargo, is_root, on_path, run, show, utc_stamp};
 
 /// The echo's prefix (`process::run`).
 const TOOL: &str = "xtask";

@@ -14,7 +14,7 @@ use anyhow::Result;
 
 #[path = "../../src/process.rs"]
 mod process;
-pub use process::{cargo, is_root, on_path, run, show, utc_stamp};
+pub use process::{apt_install, cargo, is_root, on_path, run, show, utc_stamp};
 
 /// The echo's prefix (`process::run`).
 const TOOL: &str = "bench";
@@ -47,21 +47,5 @@ pub fn build() -> Result<PathBuf> {
 /// the bench asks apt itself, as setup does: nothing upgraded or removed.
 pub fn install_debian(packages: &[&str]) -> Result<()> {
     eprintln!("bench: installing Debian packages {}", packages.join(" "));
-    let install = || {
-        run(Command::new("apt-get")
-            .args([
-                "install",
-                "-y",
-                "--no-install-recommends",
-                "--no-remove",
-                "--no-upgrade",
-            ])
-            .args(packages)
-            .env("DEBIAN_FRONTEND", "noninteractive"))
-    };
-    if install().is_err() {
-        run(Command::new("apt-get").arg("update"))?;
-        install()?;
-    }
-    Ok(())
+    apt_install(packages)
 }

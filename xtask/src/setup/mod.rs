@@ -361,26 +361,5 @@ pub(crate) fn install_debian(packages: &[&str]) -> Result<()> {
         );
     }
     println!("setup: installing Debian packages {}", packages.join(" "));
-    // --no-remove: apt-get aborts rather than remove an installed package
-    // to make room (Debian's qemu-system-x86 conflicts with a newer
-    // qemu-utils from backports, and apt would remove the user's).
-    let install = || {
-        util::run(
-            Command::new("apt-get")
-                .args([
-                    "install",
-                    "-y",
-                    "--no-install-recommends",
-                    "--no-remove",
-                    "--no-upgrade",
-                ])
-                .args(packages)
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )
-    };
-    if install().is_err() {
-        util::run(Command::new("apt-get").arg("update"))?;
-        install()?;
-    }
-    Ok(())
+    util::apt_install(packages)
 }
