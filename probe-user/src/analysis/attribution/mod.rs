@@ -34,8 +34,8 @@
 //! nothing: it grows with elapsed whatever slowed the job, and what it
 //! cost the job is the job's time runnable behind it, which is a
 //! component. Steal, the host's, is the one machine-wide part left: a
-//! change of the host's rate taxes every CPU-second of the job (see
-//! `attribute`).
+//! change of the host's rate taxes every CPU-second of the job, the
+//! job's own (see `attribute`).
 //!
 //! Older recordings lack the measured sources; each component then
 //! falls back, marked (`AttributionRow::fallback`): reclaim and
@@ -106,9 +106,10 @@ pub(super) fn attribute(
         let w_cpu = (a.w_cpu() + b.w_cpu()) / 2.0;
         let w_io = (a.w_io() + b.w_io()) / 2.0;
         // Steal is a tax on every CPU-second at the host's rate, not
-        // work: with r = steal / (busy - steal) and x = busy - steal,
-        // steal's change is r' dx + x' dr exactly (r', x': the two
-        // groups' means). The first term is the work's own CPU-seconds
+        // work: with r = steal / (busy - steal) and x the CPU-seconds
+        // it taxes for the job (the job's own, `steal_change`),
+        // steal's change is r' dx + x' dr (r', x': the two groups'
+        // means). The first term is the work's own CPU-seconds
         // stolen: each CPU component carries it (its seconds times
         // 1 + r'); only the second, a change of the host's rate, is
         // steal's own part.

@@ -93,8 +93,12 @@ impl GroupBudget {
 
 /// The host's steal rate over the two groups, `r' = (r_a + r_b) / 2`
 /// with r = steal / (busy - steal), and steal's own change, `x' dr`
-/// with x = busy - steal (see `attribute`); (0, 0) without the
-/// machine's CPU time.
+/// (see `attribute`); (0, 0) without the machine's CPU time. The rate
+/// is the machine's (steal is booked per CPU); x, the CPU-seconds it
+/// taxes on the job's behalf, is the job's own where its waits are
+/// measured (`own_rate`): steal of a CPU that ran another task slows
+/// the job only through the job's waits behind that task, which are
+/// measured. Older recordings keep x = busy - steal, the machine's.
 pub(super) fn steal_change(a: &GroupBudget, b: &GroupBudget) -> (f64, f64) {
     let steal = |g: &GroupBudget| g.budget[Component::Steal as usize];
     let (Some(busy_a), Some(busy_b)) = (a.busy, b.busy) else {
@@ -105,5 +109,7 @@ pub(super) fn steal_change(a: &GroupBudget, b: &GroupBudget) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let (ra, rb) = (steal(a) / xa, steal(b) / xb);
-    ((ra + rb) / 2.0, (xa + xb) / 2.0 * (rb - ra))
+    let taxed = |g: &GroupBudget, x: f64| if g.own_rate { g.target_cpu() } else { x };
+    let x = (taxed(a, xa) + taxed(b, xb)) / 2.0;
+    ((ra + rb) / 2.0, x * (rb - ra))
 }

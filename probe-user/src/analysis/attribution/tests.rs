@@ -426,6 +426,42 @@ fn a_hog_moved_onto_the_jobs_cpu_is_contention() {
     assert!(splits[0].unexplained.abs() < 0.25, "{:?}", splits[0]);
 }
 
+/// The calibration's hogs pair on a guest (issue 44's session): A had
+/// 1.2 s of steal, B 0.23 s, and B's busy CPU was mostly the hogs'.
+/// The host's rate fell (3.6% to 0.3% of the busy time); at the
+/// machine's CPU-seconds that was -2.4 s of steal, netted out of the
+/// +6 s B waited behind the hogs. Steal slows the job only through
+/// its own CPU-seconds (33 here): -1.1 s, and contention stays the
+/// difference's cause.
+#[test]
+fn steal_taxes_the_jobs_cpu_not_the_hogs() {
+    let with_steal = |mut r: RunReport, steal: f64| {
+        if let Some(m) = r.machine_cpu.as_mut() {
+            m.steal_s = steal;
+            m.idle_s = (m.idle_s - steal).max(0.0);
+        }
+        r
+    };
+    let a: Vec<RunReport> = (0..3)
+        .map(|k| with_steal(sorter(k, 0.0, 5.0, 0.1, 0.0), 1.2))
+        .collect();
+    let b: Vec<RunReport> = (0..3)
+        .map(|k| with_steal(sorter(k, 6.0, 5.0, 6.1, 1.0), 0.23))
+        .collect();
+    let (rows, splits) = compared(&a, &b);
+    let steal = row(&rows, Component::Steal);
+    // The job's 33 CPU-seconds times the change of the host's rate.
+    let (ra, rb) = (1.2 / 33.0, 0.23 / (33.0 + 46.15));
+    let own = 33.0 * (rb - ra);
+    assert!(
+        (steal.offsets[0] - own).abs() < 0.1,
+        "{own} {:?}",
+        steal.offsets
+    );
+    let waits = row(&rows, Component::CpuWaits);
+    assert!(waits.elapsed[0] > 0.8 * 6.0, "{rows:#?} {splits:?}");
+}
+
 /// A -j 8 job on 2 CPUs with the waits measured: its threads queue
 /// behind each other (runnable behind the job, 600 -> 570 task-s),
 /// which is its CPU time waiting, no component; reclaim's 10 s less
