@@ -32,6 +32,21 @@ pub struct Exit {
     pub background_killed: u32,
 }
 
+/// A signal's name (`SIGKILL`), or "signal" for one without a name
+/// here: how an exit, an interrupted wait and a stopped guest name it.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        _ => "signal",
+    }
+}
+
 /// The kernel's resource usage of the command and its waited-for children.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {

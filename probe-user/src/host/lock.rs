@@ -26,6 +26,8 @@ use std::{
 
 use anyhow::{Result, bail};
 
+use crate::model::report::signal_name;
+
 /// Where vmtrace keeps its run-time state (a tmpfs).
 pub const STATE_DIR: &str = "/run/vmtrace";
 
@@ -45,11 +47,9 @@ pub struct Interrupted {
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = match self.signal {
-            libc::SIGINT => "SIGINT".to_string(),
-            libc::SIGTERM => "SIGTERM".to_string(),
-            libc::SIGHUP => "SIGHUP".to_string(),
-            n => format!("signal {n}"),
+        let name = match signal_name(self.signal) {
+            "signal" => format!("signal {}", self.signal),
+            name => name.to_string(),
         };
         write!(
             f,

@@ -33,7 +33,7 @@ use anyhow::{Context, Result, bail, ensure};
 use crate::{
     analysis::{GroupInput, sweep},
     host::{held_dir::HeldDir, private_dir::PrivateDir},
-    model::recording::Recording,
+    model::{recording::Recording, report::signal_name},
     session::preflight,
     view::compare::columns,
 };
@@ -646,7 +646,7 @@ fn problem_of(
             timeout.as_secs()
         )),
         (qemu::Ended::Failed(c), _) => Some(format!("qemu exited with {c}")),
-        (qemu::Ended::Interrupted(s), _) => Some(format!("{INTERRUPTED} {s})")),
+        (qemu::Ended::Interrupted(s), _) => Some(format!("{INTERRUPTED}{} {s})", signal_name(*s))),
     }
 }
 

@@ -29,7 +29,7 @@ mod timeline;
 mod tracer;
 mod zones;
 
-use names::signal_name;
+use crate::model::report::signal_name;
 
 /// A section of the report: writes its lines (none when it has nothing).
 type Section = fn(&mut String, &RunReport) -> Result;

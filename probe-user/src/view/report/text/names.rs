@@ -17,16 +17,3 @@ pub(super) fn nonzero_pairs(counts: &[u64], label: impl Fn(usize) -> String) -> 
         pairs.join(" ")
     }
 }
-
-pub(super) fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        _ => "signal",
-    }
-}
