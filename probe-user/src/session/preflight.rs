@@ -18,7 +18,10 @@ pub fn require_root() -> Result<()> {
 /// before the environment is captured, so that recordings show them. A
 /// state file vmtrace did not write refuses the run.
 pub fn restore_stale_sysctls() -> Result<()> {
-    let restored = crate::host::sysctl::restore_stale()?;
+    let mut restored = crate::host::sysctl::restore_stale()?;
+    // Several dead vmtraces may have left the same switch: once.
+    restored.sort();
+    restored.dedup();
     if !restored.is_empty() {
         eprintln!(
             "vmtrace: a vmtrace that died left sysctls changed: {}",
