@@ -353,6 +353,7 @@ mod tests {
             "test zones::a ... global reclaim: 5\nattempt 1: ok\nok\ntest swapio::b ... \nx\nFAILED",
         ] {
             t.begin_round();
+            t.line("running 2 tests");
             for line in round.lines() {
                 t.line(line);
             }
