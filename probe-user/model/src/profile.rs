@@ -140,13 +140,26 @@ impl ProfileReport {
         self.stacks.iter().filter(|s| through(s, STALL_SPANS))
     }
 
-    /// The samples inside reclaim and compaction, per function.
+    /// The samples inside reclaim and compaction, per function: the
+    /// frames from the interrupted one out to the stall's function
+    /// ([`STALL_SPANS`], the outermost where they nest). Its callers are
+    /// the way in (the allocator's frames, the fault or system call):
+    /// each stall passes through them whatever it did inside, and their
+    /// names and inlining are the kernel's and the compiler's
+    /// (`__folio_alloc` on 6.1 is `alloc_pages_mpol` on 6.12, and
+    /// `do_anonymous_page` is inlined in one build and not another), so
+    /// they are compared as ways in (`entries::way_key`), not here.
     pub fn in_stall(&self) -> InStall {
         let mut out = InStall::default();
         for s in self.in_stall_stacks() {
             out.samples += s.samples;
-            let mut seen: Vec<&str> = Vec::with_capacity(s.frames.len());
-            for (i, f) in s.frames.iter().enumerate() {
+            let inside = s
+                .frames
+                .iter()
+                .rposition(|f| STALL_SPANS.contains(&function_name(f)))
+                .map_or(s.frames.len(), |i| i + 1);
+            let mut seen: Vec<&str> = Vec::with_capacity(inside);
+            for (i, f) in s.frames[..inside].iter().enumerate() {
                 let name = function_name(f);
                 if seen.contains(&name) {
                     continue;
@@ -274,6 +287,47 @@ mod tests {
         assert_eq!(fill, 100);
         assert_eq!(p.kernel_samples(), 210);
         assert!((p.seconds(fill) - 0.2).abs() < 1e-12);
+    }
+
+    /// The same reclaim under a 6.1 and a 6.12 fault: the functions
+    /// inside the stall are the same, the way in (renamed allocator
+    /// frames, an inlined fault handler) is not counted.
+    #[test]
+    fn inside_a_stall_counts_the_stall_function_and_below_only() {
+        let on = |way: &[&str]| {
+            let mut frames = vec!["shrink_folio_list", "shrink_lruvec", "try_to_free_pages"];
+            frames.extend_from_slice(way);
+            ProfileReport {
+                hz: 500,
+                stacks: vec![
+                    stack(&frames, 30),
+                    stack(&["clear_page_erms", "do_anonymous_page"], 70),
+                ],
+                ..Default::default()
+            }
+            .in_stall()
+        };
+        let k61 = on(&[
+            "__alloc_pages_slowpath.constprop.0",
+            "__folio_alloc",
+            "do_anonymous_page",
+        ]);
+        let k612 = on(&[
+            "__alloc_pages_slowpath",
+            "alloc_pages_mpol_noprof",
+            "handle_mm_fault",
+        ]);
+        for inside in [k61, k612] {
+            assert_eq!(inside.samples, 30);
+            let mut names: Vec<&str> = inside.functions.keys().map(String::as_str).collect();
+            names.sort();
+            assert_eq!(
+                names,
+                ["shrink_folio_list", "shrink_lruvec", "try_to_free_pages"]
+            );
+            let leaf = inside.functions["shrink_folio_list"];
+            assert_eq!((leaf.own, leaf.total), (30, 30));
+        }
     }
 
     #[test]
