@@ -91,7 +91,11 @@ impl Tracer {
             profile: plan.is_enabled(MetricId::Profile),
             debug_probes,
         };
-        let probes = probes::attach(plan, &layout)?;
+        let probes = {
+            // A signal now is acted on once the programs are in.
+            let _held = crate::session::interrupt::Held::now();
+            probes::attach(plan, &layout)?
+        };
         let (unavailable, partial) = told_missing(&probes);
         Ok(Tracer {
             probes,
