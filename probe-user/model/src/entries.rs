@@ -135,24 +135,45 @@ const ALLOCATOR_FRAMES: &[&str] = &[
     "vma_alloc_folio",
 ];
 
+/// The fault handler's static functions in mm/memory.c (6.1 to 6.18)
+/// that a build may inline into `__handle_mm_fault` or not: Debian's
+/// 6.1 inlines `handle_pte_fault` and `do_anonymous_page` (its anonymous
+/// faults enter reclaim as `try_to_free_pages < __handle_mm_fault`),
+/// Debian's 6.12 keeps `do_anonymous_page` (`try_to_free_pages <
+/// do_anonymous_page < __handle_mm_fault`), seen in the seed-001 guests
+/// of 2026-12-07. The frames around them (`filemap_fault`,
+/// `do_swap_page`, `__handle_mm_fault`) still tell the kinds of fault
+/// apart.
+const INLINED_FAULT_FRAMES: &[&str] = &[
+    "handle_pte_fault",
+    "do_anonymous_page",
+    "do_pte_missing",
+    "do_fault",
+    "do_read_fault",
+    "do_cow_fault",
+    "do_shared_fault",
+];
+
 /// A way in as the same key on every kernel and build: each frame named
 /// as its function ([`crate::profile::function_name`]), and the
 /// allocator's own frames below the reclaim function left out
 /// ([`ALLOCATOR_FRAMES`]), so the way starts at the allocator's caller.
-/// The reclaim function itself (the first frame) is kept.
-pub fn way_key(frames: &[String]) -> Vec<String> {
+/// `across_kernels` (the groups' releases differ) also leaves out the
+/// fault handler's frames that builds inline or not
+/// ([`INLINED_FAULT_FRAMES`]); on one kernel they stay, telling an
+/// anonymous fault's way from the others. The reclaim function itself
+/// (the first frame) is kept.
+pub fn way_key(frames: &[String], across_kernels: bool) -> Vec<String> {
     let name = |f: &String| crate::profile::function_name(f).to_string();
+    let left_out = |f: &String| {
+        ALLOCATOR_FRAMES.contains(&f.as_str())
+            || across_kernels && INLINED_FAULT_FRAMES.contains(&f.as_str())
+    };
     frames
         .iter()
         .take(1)
         .map(name)
-        .chain(
-            frames
-                .iter()
-                .skip(1)
-                .map(name)
-                .filter(|f| !ALLOCATOR_FRAMES.contains(&f.as_str())),
-        )
+        .chain(frames.iter().skip(1).map(name).filter(|f| !left_out(f)))
         .collect()
 }
 
@@ -206,8 +227,33 @@ mod tests {
         ]);
         let want = v(&["try_to_free_pages", "do_anonymous_page", "handle_mm_fault"]);
         for k in [k61, k612, k618] {
-            assert_eq!(way_key(&k), want, "{k:?}");
+            assert_eq!(way_key(&k, false), want, "{k:?}");
         }
+    }
+
+    /// Debian's 6.1 and 6.12 as their guests recorded them: the same
+    /// anonymous fault, do_anonymous_page inlined in one build only, is
+    /// one way; a file fault stays another.
+    #[test]
+    fn a_fault_handler_inlined_in_one_build_is_one_way() {
+        let v = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let tail = ["__handle_mm_fault", "handle_mm_fault", "do_user_addr_fault"];
+        let k61 = v(&[&["try_to_free_pages"][..], &tail].concat());
+        let k612 = v(&[&["try_to_free_pages", "do_anonymous_page"][..], &tail].concat());
+        assert_eq!(way_key(&k61, true), way_key(&k612, true));
+        // On one kernel the fault handler's frame tells the way.
+        assert_ne!(way_key(&k61, false), way_key(&k612, false));
+        let file = v(&[
+            &[
+                "try_to_free_pages",
+                "page_cache_ra_unbounded",
+                "filemap_fault",
+            ][..],
+            &["__do_fault", "do_fault"],
+            &tail,
+        ]
+        .concat());
+        assert_ne!(way_key(&file, true), way_key(&k61, true));
     }
     use crate::report::{OrderRow, ReclaimContext};
 

@@ -50,7 +50,8 @@ pub struct EntryRow {
 
 /// The ways in of `ok` (each group's completed runs), most stall time
 /// first, at most `MAX_ROWS`; empty when no run kept entry stacks.
-pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<EntryRow> {
+/// `across_kernels`: the groups' kernel releases differ (`way_key`).
+pub(super) fn rows(ok: &[Vec<&RunReport>], across_kernels: bool) -> Vec<EntryRow> {
     // Each run's stall seconds per way, keyed as on every kernel
     // (`way_key`), summed through a map (a search per path was
     // quadratic: 20k paths, 3 s); None for a run without entry stacks.
@@ -63,8 +64,8 @@ pub(super) fn rows(ok: &[Vec<&RunReport>]) -> Vec<EntryRow> {
                     r.reclaim_entries.as_ref().map(|e| {
                         let mut m = Ways::new();
                         for p in &e.paths {
-                            *m.entry((p.context, way_key(&p.frames))).or_default() +=
-                                p.stall_ns as f64 / 1e9;
+                            *m.entry((p.context, way_key(&p.frames, across_kernels)))
+                                .or_default() += p.stall_ns as f64 / 1e9;
                         }
                         m
                     })
@@ -182,7 +183,7 @@ mod tests {
     }
 
     fn compare(a: &[RunReport], b: &[RunReport]) -> Vec<EntryRow> {
-        rows(&[a.iter().collect(), b.iter().collect()])
+        rows(&[a.iter().collect(), b.iter().collect()], false)
     }
 
     /// A crafted recording's 200k ways in (10x the 20k that took 3 s

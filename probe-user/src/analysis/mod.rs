@@ -319,7 +319,10 @@ pub fn compare(inputs: &[GroupInput], force: bool) -> Result<Comparison> {
     let guards = guards::find(inputs, &ok);
     guards::mark(&mut metrics, &guards);
     let (attribution, splits) = attribution::attribute(&ok, &metrics);
-    let entries = entries::rows(&ok);
+    let across_kernels = groups
+        .iter()
+        .any(|g| g.kernel_release != groups[0].kernel_release);
+    let entries = entries::rows(&ok, across_kernels);
     let profile = profile::rows(&ok);
     let found = Found {
         attribution: &attribution,

@@ -89,7 +89,8 @@ pub fn render(c: &Comparison, detail: bool) -> String {
             // Matched across two kernels: say how (model::entries::way_key).
             for l in wrap(
                 "(kernels differ: ways matched by function, clone suffixes, \
-                 _noprof and the page allocator's own frames left out)",
+                 _noprof, the page allocator's own frames and the fault \
+                 handler's inlined ones left out)",
                 72,
             ) {
                 let _ = writeln!(o, "{l}");
