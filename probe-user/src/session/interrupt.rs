@@ -41,10 +41,11 @@ pub fn release_signals() {
 /// before restored when it drops: one that arrives meanwhile stays
 /// pending and is acted on then. For the eBPF load: the verifier gives
 /// up on a pending signal (kernel/bpf/verifier.c, do_check: -EAGAIN),
-/// and aya's feature probes, which load small programs, read that as a
-/// feature the kernel lacks, so that a signal storm during the load
-/// once failed it with "error relocating function ... section not
-/// found" instead of ending the run as interrupted.
+/// and aya's feature probes, which load small programs, read a failure
+/// as a feature the kernel lacks: a signal storm during the load once
+/// failed it with "error relocating function ... section not found"
+/// (likely that way; not reproduced) instead of ending the run as
+/// interrupted.
 pub(crate) struct Held(libc::sigset_t);
 
 impl Held {
