@@ -312,15 +312,21 @@ fn wait_for_flock(file: &File, what: &str, interruptible: bool) -> Result<()> {
     }
 }
 
-/// The stop signals blocked while this lives (the mask before restored
-/// on drop), so that they can be waited for.
-struct Held {
+/// The stop signals blocked on this thread while this lives (the mask
+/// before restored on drop), so that they can be waited for, or stay
+/// pending through a step they must not interrupt: the eBPF load (the
+/// verifier gives up on a pending signal, kernel/bpf/verifier.c
+/// do_check: -EAGAIN, and aya's feature probes, which load small
+/// programs, read a failure as a feature the kernel lacks; a signal
+/// storm during the load once failed it with "error relocating
+/// function ... section not found", likely that way, not reproduced).
+pub(crate) struct Held {
     set: libc::sigset_t,
     old: libc::sigset_t,
 }
 
 impl Held {
-    fn block() -> Held {
+    pub(crate) fn block() -> Held {
         // SAFETY: sigsets we own, changed only through libc's functions.
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();

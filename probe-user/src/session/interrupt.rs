@@ -37,42 +37,6 @@ pub fn release_signals() {
     mask_signals(libc::SIG_UNBLOCK);
 }
 
-/// The caught signals held on this thread while it lives, its mask
-/// before restored when it drops: one that arrives meanwhile stays
-/// pending and is acted on then. For the eBPF load: the verifier gives
-/// up on a pending signal (kernel/bpf/verifier.c, do_check: -EAGAIN),
-/// and aya's feature probes, which load small programs, read a failure
-/// as a feature the kernel lacks: a signal storm during the load once
-/// failed it with "error relocating function ... section not found"
-/// (likely that way; not reproduced) instead of ending the run as
-/// interrupted.
-pub(crate) struct Held(libc::sigset_t);
-
-impl Held {
-    pub(crate) fn now() -> Held {
-        // SAFETY: sigsets we own, changed only through libc's functions.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut before: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for s in CAUGHT {
-                libc::sigaddset(&mut set, s);
-            }
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut before);
-            Held(before)
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask `now` read.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut());
-        }
-    }
-}
-
 /// For commands without an async runtime (`kernels`), which keep the
 /// signals held and poll: takes one that arrived (SIGINT, SIGTERM or
 /// SIGHUP) without waiting, None when none did.

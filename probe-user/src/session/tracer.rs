@@ -93,7 +93,7 @@ impl Tracer {
         };
         let probes = {
             // A signal now is acted on once the programs are in.
-            let _held = crate::session::interrupt::Held::now();
+            let _held = crate::host::lock::Held::block();
             probes::attach(plan, &layout)?
         };
         let (unavailable, partial) = told_missing(&probes);
