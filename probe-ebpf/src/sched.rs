@@ -37,9 +37,14 @@
 //! task_struct (docs/BENCHMARKS.md).
 //!
 //! The I/O waits: a target task switched out blocked with `in_iowait`
-//! is stamped in `IO_WAITS` (a preallocated hash: no allocation under
-//! the run-queue lock, where creating task storage could wake kswapd
-//! and deadlock), and its wake-up closes the sleep.
+//! is stamped in its own cell (`Split::sleep_ns`), and its wake-up,
+//! which looks the cell up anyway, closes the sleep. A target task with
+//! no cell yet (attached to a running job: cells are made at forks,
+//! execs and reclaim begins) is stamped in `IO_WAITS` instead (a
+//! preallocated hash: no allocation under the run-queue lock, where
+//! creating task storage could wake kswapd and deadlock). The hash cost
+//! an insert, a lookup and a delete per sleep, ~20k sleeps a qsbench
+//! run (docs/BENCHMARKS.md). Memory-stall sleeps likewise (`MEMSTALLS`).
 //!
 //! Cost: every context switch looks up prev's and next's task storage
 //! (no cell: one helper call each) and every wake-up the woken task's;
@@ -58,7 +63,7 @@ use crate::{
     contention,
     rare::count_rare,
     shared::{count_all, field, in_target, now_ns},
-    task::{Split, TASK_SPANS},
+    task::{Split, TASK_SPANS, TaskSpans},
 };
 
 /// What a task with an open split is doing since `mark_ns`.
@@ -66,6 +71,10 @@ const ON_CPU: u32 = 0;
 const RUNNABLE: u32 = 1;
 const BLOCKED: u32 = 2;
 const IOWAIT: u32 = 3;
+
+/// `Split::sleep_kind`: the open sleep outside the spans.
+const SLEEP_IO: u32 = 1;
+const SLEEP_MEMSTALL: u32 = 2;
 
 /// Open I/O-wait sleeps of target threads: `task_struct` address ->
 /// start. Keyed by the address so that the wake-up needs no read of the
@@ -300,23 +309,23 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
             advance(&mut spans.split, state, now);
         }
     }
-    // prev is current here: the target filter applies to it.
-    if iowait && in_target() {
-        if now == 0 {
-            now = now_ns();
-        }
-        if IO_WAITS.insert(&(prev as u64), &now, 0).is_err() {
-            count_rare!(Counter::IoWaitDropped, "IO_WAITS full");
-        }
-    }
-    // A memory stall outside the spans (which book their own sleeps):
+    // prev is current here: the target filter applies to it. A memory
+    // stall outside the spans (which book their own sleeps) is
     // memory.high's penalty; rare, so the target test comes last.
-    if asleep && !iowait && !in_span && in_memstall(prev as *const u8) && in_target() {
-        if now == 0 {
-            now = now_ns();
-        }
-        if MEMSTALLS.insert(&(prev as u64), &now, 0).is_err() {
-            count_rare!(Counter::MemstallDropped, "MEMSTALLS full");
+    let sleep = if iowait {
+        SLEEP_IO
+    } else if asleep && !in_span && in_memstall(prev as *const u8) {
+        SLEEP_MEMSTALL
+    } else {
+        0
+    };
+    if sleep != 0 {
+        let verdict = prev_cell.as_deref().map_or(0, |c| c.target_verdict);
+        if verdict == contention::VERDICT_TARGET || in_target() {
+            if now == 0 {
+                now = now_ns();
+            }
+            stamp_sleep(prev_cell.as_deref_mut(), prev as u64, sleep, now);
         }
     }
     if let Some(spans) = next_cell.as_deref_mut()
@@ -332,6 +341,34 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     }
     contention::on_switch(prev as *const u8, prev_cell, next_cell, !asleep, now);
     0
+}
+
+/// Stamps the start of a target task's sleep of `kind`: in its cell
+/// when it has one, else in the kind's map under its address (`key`).
+#[inline(always)]
+fn stamp_sleep(cell: Option<&mut TaskSpans>, key: u64, kind: u32, now: u64) {
+    if let Some(c) = cell {
+        c.split.sleep_kind = kind;
+        c.split.sleep_ns = now;
+        return;
+    }
+    if kind == SLEEP_IO {
+        if IO_WAITS.insert(&key, &now, 0).is_err() {
+            count_rare!(Counter::IoWaitDropped, "IO_WAITS full");
+        }
+    } else if MEMSTALLS.insert(&key, &now, 0).is_err() {
+        count_rare!(Counter::MemstallDropped, "MEMSTALLS full");
+    }
+}
+
+/// The counters of a sleep of `kind`: sleeps, and their time.
+#[inline(always)]
+fn sleep_counters(kind: u32) -> (Counter, Counter) {
+    if kind == SLEEP_IO {
+        (Counter::IoWaits, Counter::IoWaitNs)
+    } else {
+        (Counter::MemstallSleeps, Counter::MemstallSleepNs)
+    }
 }
 
 /// Closes the sleep of the task at `key` if `open` holds one: one to
@@ -366,25 +403,27 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
             advance(&mut spans.split, RUNNABLE, now);
         }
         now = contention::on_wakeup(p as *const u8, spans, now);
+        // The sleep stamped in the cell (the task had one when it slept:
+        // a sleeping task's cell is made by no one but itself).
+        let kind = core::mem::take(&mut spans.split.sleep_kind);
+        if kind != 0 {
+            if now == 0 {
+                now = now_ns();
+            }
+            let (sleeps, ns) = sleep_counters(kind);
+            let took = now.saturating_sub(spans.split.sleep_ns);
+            count_all([(sleeps, 1), (ns, took)]);
+            return 0;
+        }
     }
     // in_memstall and in_iowait are still set at the wake-up
     // (psi_memstall_leave and io_schedule_finish run once the task runs
     // again): only then can it be in MEMSTALLS or IO_WAITS.
     if in_memstall(p as *const u8) {
-        now = close_sleep(
-            &MEMSTALLS,
-            p as u64,
-            now,
-            (Counter::MemstallSleeps, Counter::MemstallSleepNs),
-        );
+        now = close_sleep(&MEMSTALLS, p as u64, now, sleep_counters(SLEEP_MEMSTALL));
     }
     if in_iowait(p as *const u8) {
-        close_sleep(
-            &IO_WAITS,
-            p as u64,
-            now,
-            (Counter::IoWaits, Counter::IoWaitNs),
-        );
+        close_sleep(&IO_WAITS, p as u64, now, sleep_counters(SLEEP_IO));
     }
     0
 }

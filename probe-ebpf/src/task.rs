@@ -152,6 +152,12 @@ pub struct Split {
     /// The CPU + 1 the task waits on as a target waiter (`contention`),
     /// 0 when it does not.
     pub wait_cpu: u32,
+    /// The open sleep `sched` times outside the spans (`SLEEP_IO` or
+    /// `SLEEP_MEMSTALL`; 0 none) and its start: a target task's own
+    /// cell holds it, the maps `IO_WAITS`/`MEMSTALLS` only a task
+    /// without one.
+    pub sleep_kind: u32,
+    pub sleep_ns: u64,
     /// Per family, `SplitFamily::index`.
     pub totals: [SplitTotals; SplitFamily::COUNT as usize],
 }

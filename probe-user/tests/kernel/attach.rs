@@ -280,11 +280,13 @@ fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
-/// Attach and detach 100 times against a busy process: no program, map,
-/// link or file descriptor outlives a detach.
+/// Attach and detach 40 times against a busy process: no program, map,
+/// link or file descriptor outlives a detach. A leak of one object per
+/// attach shows after the first; 40 rounds (half with the log ring)
+/// cost ~90 s here, 100 cost 3m51s of CI's time for nothing more.
 #[test]
 #[ignore = "needs root and the kernel; run with `cargo xtask test`"]
-fn attach_detach_100_times_leaks_nothing() {
+fn attach_detach_40_times_leaks_nothing() {
     use vmtrace_common::Target;
     let _g = guard();
     let mut busy = Command::new("sh");
@@ -323,7 +325,7 @@ fn attach_detach_100_times_leaks_nothing() {
         "{attached:?} vs {objects:?}"
     );
     drop(t);
-    for i in 0..100 {
+    for i in 0..40 {
         // Every other one with --debug-probes: its log ring buffer,
         // taken out of the object, goes too.
         let mut t = vmtrace::session::tracer::Tracer::attach(
