@@ -114,6 +114,11 @@ pub struct Fields {
     pub task_in_memstall: Field,
     /// `task_struct.flags` (PF_*).
     pub task_flags: Field,
+    /// `pt_regs.cs` (x86-64: the low two bits are the interrupted
+    /// context's privilege level, 3 in user mode). The sampler reads it
+    /// at the offset x86-64 has always had it at, 136, and only when
+    /// BTF puts it there.
+    pub pt_regs_cs: Field,
     /// `thread_info.cpu` (the CPU a task is queued or runs on; with
     /// THREAD_INFO_IN_TASK, `thread_info` is `task_struct`'s first
     /// member) and `task_struct.on_cpu`.

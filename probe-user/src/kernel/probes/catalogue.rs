@@ -657,7 +657,9 @@ pub const CATALOGUE: &[Metric] = &[
             name: "profile",
             hook: Hook::PerfCpuClock { hz: PROFILE_HZ },
             fields: &[],
-            members: &[],
+            // User mode without a stack walk (x86-64's pt_regs); where
+            // BTF has it elsewhere or not at all, every sample walks.
+            members: &[member!(optional pt_regs.cs, 8, pt_regs_cs)],
         }],
     },
     // Last: its exit program leaves the target set, so it must run after

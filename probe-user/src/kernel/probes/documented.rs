@@ -78,8 +78,10 @@ pub const fn kept(id: MetricId) -> &'static str {
         FaultLatency => "minor/major histograms, time per process",
         Profile => {
             "the job's kernel stacks, samples per distinct stack (user-mode \
-             samples counted): CPU-seconds per kernel path; its page-cache fill \
-             paths outside reclaim are compare's `page-cache fill CPU`"
+             samples counted, no walk); outside reclaim and compaction one \
+             kernel sample in 4 walked, counted 4: CPU-seconds per kernel path; \
+             its page-cache fill paths outside reclaim are compare's \
+             `page-cache fill CPU`"
         }
         FollowForks => {
             "the followed processes' pids in a hash map: a target's child \
