@@ -355,6 +355,9 @@ mod tests {
                 ("request", "internal_tag") => Some(36),
                 ("request", "mq_hctx") => Some(16),
                 ("blk_mq_hw_ctx", "queue_num") => Some(196),
+                // x86-64's since before 6.1 (a union with FRED's csx
+                // from 6.9).
+                ("pt_regs", "cs") => Some(136),
                 _ => None,
             }
         }
