@@ -11,15 +11,17 @@
 //! counted in `ProfileUserSamples` without a walk (the interrupted
 //! registers' privilege level, `pt_regs.cs`, where BTF shows x86-64's
 //! layout; elsewhere the helper finds an empty kernel call chain,
-//! -EFAULT), so the user/kernel split of the samples can be checked
+//! -EFAULT), and every kernel sample in `ProfileKernelSamples`, so the
+//! user/kernel split of the samples is exact and can be checked
 //! against rusage. Inside an open reclaim or compaction span of the
 //! task (its `TASK_SPANS` stamps) every kernel sample walks its stack;
 //! outside, one in `PROFILE_OUTSIDE_ONE_IN`, at random, walks and
 //! counts that many (an unbiased count per stack: the walk, from the
 //! timer interrupt through the job's kernel path, is most of the
-//! sampler's cost, docs/BENCHMARKS.md). Any other stack not kept (a
-//! stack-map hash collision or a full table) is counted in
-//! `ProfileStacksLost`, with its weight.
+//! sampler's cost, docs/BENCHMARKS.md); without the registers every
+//! sample is walked. Any other stack not kept (a stack-map hash
+//! collision or a full table) is counted in `ProfileStacksLost`, with
+//! its weight.
 
 use aya_ebpf::{
     EbpfContext as _,
@@ -60,31 +62,50 @@ pub fn profile(ctx: PerfEventContext) -> u32 {
     if !in_target() {
         return 0;
     }
-    if field!(pt_regs_cs).offset == PT_REGS_CS {
+    // Whether the task was interrupted in user mode, where the
+    // registers say so (None: the walk finds out).
+    let user_mode = (field!(pt_regs_cs).offset == PT_REGS_CS).then(|| {
         // SAFETY: the context's registers (bpf_perf_event_data.regs,
         // its first member); the verifier rewrites the read.
         let cs = unsafe { core::ptr::read_volatile((ctx.as_ptr() as *const u64).add(17)) };
-        if cs & 3 != 0 {
+        cs & 3 != 0
+    });
+    let weight = match user_mode {
+        Some(true) => {
             count(Counter::ProfileUserSamples, 1);
             return 0;
         }
-    }
-    let weight = if in_span() {
-        1
-    } else {
-        // SAFETY: a helper with no arguments.
-        if u64::from(unsafe { bpf_get_prandom_u32() }) % PROFILE_OUTSIDE_ONE_IN != 0 {
-            return 0;
+        Some(false) => {
+            count(Counter::ProfileKernelSamples, 1);
+            if in_span() {
+                1
+            } else {
+                // SAFETY: a helper with no arguments.
+                if u64::from(unsafe { bpf_get_prandom_u32() }) % PROFILE_OUTSIDE_ONE_IN != 0 {
+                    return 0;
+                }
+                PROFILE_OUTSIDE_ONE_IN
+            }
         }
-        PROFILE_OUTSIDE_ONE_IN
+        // Without the registers every sample is walked: the walk tells
+        // a user-mode sample from a kernel one.
+        None => 1,
     };
     match ctx.get_stackid(&PROFILE_STACKS, 0) {
-        Ok(id) => add(id as i32, weight),
-        // Only where pt_regs.cs was not read (user mode found here).
-        Err(e) if e == -EFAULT => count(Counter::ProfileUserSamples, weight),
-        Err(e) => {
-            count(Counter::ProfileStacksLost, weight - 1);
-            count_rare!(Counter::ProfileStacksLost, "PROFILE_STACKS errno", -e);
+        Err(e) if e == -EFAULT && user_mode.is_none() => {
+            count(Counter::ProfileUserSamples, 1);
+        }
+        found => {
+            if user_mode.is_none() {
+                count(Counter::ProfileKernelSamples, 1);
+            }
+            match found {
+                Ok(id) => add(id as i32, weight),
+                Err(e) => {
+                    count(Counter::ProfileStacksLost, weight - 1);
+                    count_rare!(Counter::ProfileStacksLost, "PROFILE_STACKS errno", -e);
+                }
+            }
         }
     }
     0

@@ -286,6 +286,11 @@ signal_ids! {
         /// full table, or `PROFILE` full).
         ProfileUserSamples => ("profile_user_samples", "profile: target samples in user mode"),
         ProfileStacksLost => ("profile_stacks_lost", "profile: target kernel samples not kept"),
+        /// Every sample of a target task in the kernel, its stack walked
+        /// or not (outside the stall spans one in
+        /// [`PROFILE_OUTSIDE_ONE_IN`] is): the exact count that the
+        /// stacks' weighted sum estimates.
+        ProfileKernelSamples => ("profile_kernel_samples", "profile: target samples in the kernel"),
     }
 }
 

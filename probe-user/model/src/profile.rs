@@ -28,6 +28,13 @@ pub struct ProfileReport {
     pub stacks: Vec<ProfileStack>,
     /// Samples of the stacks past the kept ones.
     pub other_samples: u64,
+    /// Every sample of target tasks in the kernel, counted whether its
+    /// stack was walked or not (outside the stall spans the sampler
+    /// walks one in 4 and counts it 4 times, so the stacks' sum is an
+    /// estimate of this); None in recordings from before the count,
+    /// where the stacks' sum stands in.
+    #[serde(default)]
+    pub counted_kernel_samples: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -195,8 +202,17 @@ impl ProfileReport {
         self.seconds(self.samples_within(PAGE_CACHE_FILL, RECLAIM_OR_COMPACTION))
     }
 
-    /// Samples of target tasks in the kernel, kept or not.
+    /// Samples of target tasks in the kernel: the sampler's count where
+    /// the recording has it, else the stacks' ([`Self::stack_samples`]).
     pub fn kernel_samples(&self) -> u64 {
+        self.counted_kernel_samples
+            .unwrap_or_else(|| self.stack_samples())
+    }
+
+    /// The kernel samples as the stacks add up, kept or not: each walked
+    /// stack with its weight (1 inside the stall spans, 4 outside), so
+    /// an unbiased estimate of [`Self::kernel_samples`].
+    pub fn stack_samples(&self) -> u64 {
         self.stacks.iter().map(|s| s.samples).sum::<u64>() + self.other_samples + self.lost_samples
     }
 
@@ -282,11 +298,20 @@ mod tests {
                 stack(&["copy_page_to_iter", "filemap_read"], 60),
             ],
             other_samples: 8,
+            counted_kernel_samples: None,
         };
         let fill = p.samples_within(&["read_pages"], &["try_to_free_mem_cgroup_pages"]);
         assert_eq!(fill, 100);
         assert_eq!(p.kernel_samples(), 210);
         assert!((p.seconds(fill) - 0.2).abs() < 1e-12);
+        let counted = ProfileReport {
+            counted_kernel_samples: Some(197),
+            ..p
+        };
+        assert_eq!(
+            (counted.kernel_samples(), counted.stack_samples()),
+            (197, 210)
+        );
     }
 
     /// The same reclaim under a 6.1 and a 6.12 fault: the functions

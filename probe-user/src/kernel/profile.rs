@@ -50,13 +50,19 @@ pub fn read(probes: &Probes, totals: &KernelTotals) -> Result<Option<ProfileRepo
         rows,
         totals.counter(Counter::ProfileUserSamples),
         totals.counter(Counter::ProfileStacksLost),
+        totals.counter(Counter::ProfileKernelSamples),
     )))
 }
 
 /// One row per symbolized stack, most samples first; past
 /// `PROFILE_STACKS_KEPT` rows the rest are summed into `other_samples`
 /// (a recording stays small; the shares stay whole).
-fn merge(rows: impl Iterator<Item = (Vec<String>, u64)>, user: u64, lost: u64) -> ProfileReport {
+fn merge(
+    rows: impl Iterator<Item = (Vec<String>, u64)>,
+    user: u64,
+    lost: u64,
+    kernel: u64,
+) -> ProfileReport {
     let mut merged: HashMap<Vec<String>, u64> = HashMap::new();
     for (frames, samples) in rows {
         *merged.entry(frames).or_default() += samples;
@@ -82,6 +88,7 @@ fn merge(rows: impl Iterator<Item = (Vec<String>, u64)>, user: u64, lost: u64) -
         lost_samples: lost,
         stacks,
         other_samples,
+        counted_kernel_samples: Some(kernel),
     }
 }
 
@@ -104,11 +111,12 @@ mod tests {
             .into_iter(),
             11,
             1,
+            12,
         );
         assert_eq!(p.stacks.len(), 2);
         assert_eq!(p.stacks[0].samples, 7);
         assert_eq!(p.stacks[0].frames[0], "copy_page_to_iter");
-        assert_eq!(p.kernel_samples(), 13);
+        assert_eq!((p.stack_samples(), p.kernel_samples()), (13, 12));
         assert_eq!(
             (p.user_samples, p.lost_samples, p.other_samples),
             (11, 1, 0)
@@ -118,11 +126,11 @@ mod tests {
     #[test]
     fn stacks_past_the_kept_ones_are_summed_not_lost() {
         let rows = (0..PROFILE_STACKS_KEPT as u64 + 3).map(|i| row(&[&format!("f{i}")], 1 + i));
-        let p = merge(rows, 0, 0);
+        let p = merge(rows, 0, 0, 0);
         assert_eq!(p.stacks.len(), PROFILE_STACKS_KEPT);
         // The three smallest (1, 2, 3 samples) went to other.
         assert_eq!(p.other_samples, 6);
         let n = PROFILE_STACKS_KEPT as u64 + 3;
-        assert_eq!(p.kernel_samples(), n * (n + 1) / 2);
+        assert_eq!(p.stack_samples(), n * (n + 1) / 2);
     }
 }

@@ -13,15 +13,26 @@ fn secs(v: &Value) -> f64 {
 }
 
 /// (kernel samples, user samples, samples in a page-cache fill path
-/// outside reclaim, hz) of a report's profile.
+/// outside reclaim, hz) of a report's profile. The kernel samples are
+/// the sampler's count; the stacks' weighted sum estimates it (outside
+/// the stall spans one sample in 4 is walked and counts 4: a variance
+/// of 3 per sample), and must lie within 5 standard deviations of it.
 fn samples(r: &Value) -> (f64, f64, f64, f64) {
     let p = &r["profile"];
     assert!(p.is_object(), "no profile: {r:#}");
     let n = |v: &Value| v.as_u64().unwrap_or(0) as f64;
     let stacks = p["stacks"].as_array().cloned().unwrap_or_default();
-    let kernel = stacks.iter().map(|s| n(&s["samples"])).sum::<f64>()
+    let estimate = stacks.iter().map(|s| n(&s["samples"])).sum::<f64>()
         + n(&p["other_samples"])
         + n(&p["lost_samples"]);
+    let kernel = p["counted_kernel_samples"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counted kernel samples: {p:#}")) as f64;
+    println!("kernel samples {kernel}, the stacks' estimate {estimate}");
+    assert!(
+        (estimate - kernel).abs() <= 5.0 * (3.0 * kernel).sqrt() + 4.0,
+        "the stacks add up to {estimate} samples, the sampler counted {kernel}"
+    );
     let frames = |s: &Value| -> Vec<String> {
         s["frames"]
             .as_array()

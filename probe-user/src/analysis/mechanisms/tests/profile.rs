@@ -35,6 +35,7 @@ fn refaults_claim_the_cpu_of_filling_the_page_cache_again() {
                 },
             ],
             other_samples: 0,
+            counted_kernel_samples: None,
         });
         r
     };
@@ -133,6 +134,7 @@ fn flushing_run(i: u64, cross: f64, behind: f64, load: f64, extra: f64) -> RunRe
                 },
             ],
             other_samples: samples(2.5),
+            counted_kernel_samples: None,
         }),
         ..Default::default()
     }
@@ -214,6 +216,7 @@ fn system_cpu_claims_only_what_the_sampler_saw() {
                         samples: (kernel * 499.0) as u64,
                     }],
                     other_samples: 0,
+                    counted_kernel_samples: None,
                 });
             }
             r
