@@ -16,9 +16,9 @@
 //! against rusage. Inside an open reclaim or compaction span of the
 //! task (its `TASK_SPANS` stamps) every kernel sample walks its stack;
 //! outside, one in `PROFILE_OUTSIDE_ONE_IN`, at random, walks and
-//! counts that many (an unbiased count per stack: the walk, from the
-//! timer interrupt through the job's kernel path, is most of the
-//! sampler's cost, docs/BENCHMARKS.md); without the registers every
+//! counts that many (an unbiased count per stack, for a quarter of the
+//! walks from the timer interrupt through the job's kernel path: what
+//! that saved is in docs/BENCHMARKS.md); without the registers every
 //! sample is walked. Any other stack not kept (a stack-map hash
 //! collision or a full table) is counted in `ProfileStacksLost`, with
 //! its weight.
