@@ -166,8 +166,14 @@ impl Split {
     /// The totals of `family` (a `SplitFamily` as u32).
     #[inline(always)]
     pub fn totals_of(&mut self, family: u32) -> Option<&mut SplitTotals> {
-        // Bounded for the verifier: the families are 1..=COUNT.
-        self.totals.get_mut((family as usize).wrapping_sub(1))
+        // Bounded for the verifier: the families are 1..=COUNT. An
+        // opaque copy of the index, as in `shared::record`: else the
+        // compiler tests family - 1 but indexes with family (its - 1
+        // folded into the offset), a register the verifier never bounded.
+        let i = (family as usize).wrapping_sub(1);
+        // SAFETY: a read of a local.
+        let i = unsafe { core::ptr::read_volatile(&i) };
+        self.totals.get_mut(i)
     }
 
     /// `family`'s totals as of `now`, the open span's stretch so far

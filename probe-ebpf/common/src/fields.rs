@@ -124,6 +124,15 @@ pub struct Fields {
     /// member) and `task_struct.on_cpu`.
     pub task_cpu: Field,
     pub task_on_cpu: Field,
+    /// `task_struct.se` (embedded), `sched_entity.cfs_rq` (a pointer),
+    /// `cfs_rq.rq` (a pointer; CONFIG_FAIR_GROUP_SCHED) and
+    /// `rq.clock_update_flags`: whether a woken task's run queue will
+    /// skip its next clock update (RQCF_REQ_SKIP), as a wake-up that
+    /// preempts the CPU's task asks (probe-ebpf `sched`).
+    pub task_se: Field,
+    pub sched_entity_cfs_rq: Field,
+    pub cfs_rq_rq: Field,
+    pub rq_clock_update_flags: Field,
     /// `task_struct.cgroups`, `css_set.dfl_cgrp`, `cgroup.self` and
     /// `cgroup_subsys_state.serial_nr`: the serial number of the task's
     /// cgroup (unique, never reused), which keys a reclaim begin's

@@ -104,14 +104,16 @@ signal_ids! {
         /// Where those stalls' wall time went, measured at the scheduler
         /// (probe-ebpf `sched`): on a CPU, runnable, blocked, of it in an
         /// I/O wait, the stalls' wall time, the kernel's run_delay change
-        /// over them (ns). Beside the stall counters: one reclaim's end
-        /// adds to these nine.
+        /// over them, and of the runnable time the waits a wake-up ended
+        /// by preempting (`SplitTotals::preempt_wake_ns`) (ns). Beside
+        /// the stall counters; a thread's exit adds to all seven.
         DirectReclaimOnCpuNs => ("direct_reclaim_on_cpu_ns", "target direct reclaim: on a CPU (ns)"),
         DirectReclaimRunnableNs => ("direct_reclaim_runnable_ns", "target direct reclaim: runnable (ns)"),
         DirectReclaimBlockedNs => ("direct_reclaim_blocked_ns", "target direct reclaim: blocked (ns)"),
         DirectReclaimIowaitNs => ("direct_reclaim_iowait_ns", "target direct reclaim: blocked in I/O wait (ns)"),
         DirectReclaimSplitWallNs => ("direct_reclaim_split_wall_ns", "target direct reclaim: wall time split (ns)"),
         DirectReclaimRunDelayNs => ("direct_reclaim_run_delay_ns", "target direct reclaim: kernel run_delay (ns)"),
+        DirectReclaimPreemptWakeNs => ("direct_reclaim_preempt_wake_ns", "target direct reclaim: runnable after preempting wake-ups (ns)"),
         /// Memcg reclaims of target tasks (begin..end pairs).
         MemcgReclaims => ("memcg_reclaims", "memcg reclaims of the target"),
         /// Total stall time of target memcg reclaims (ns).
@@ -125,6 +127,7 @@ signal_ids! {
         MemcgReclaimIowaitNs => ("memcg_reclaim_iowait_ns", "target memcg reclaim: blocked in I/O wait (ns)"),
         MemcgReclaimSplitWallNs => ("memcg_reclaim_split_wall_ns", "target memcg reclaim: wall time split (ns)"),
         MemcgReclaimRunDelayNs => ("memcg_reclaim_run_delay_ns", "target memcg reclaim: kernel run_delay (ns)"),
+        MemcgReclaimPreemptWakeNs => ("memcg_reclaim_preempt_wake_ns", "target memcg reclaim: runnable after preempting wake-ups (ns)"),
         /// Major faults of every task on the machine.
         MajorFaultsAll => ("major_faults_all", "major faults, every task"),
         /// Major faults of target tasks.
@@ -224,17 +227,19 @@ signal_ids! {
         OomReapStarts => ("oom_reap_starts", "OOM reaper attempts that reaped"),
         OomReapSkips => ("oom_reap_skips", "OOM reaper attempts skipped"),
         /// Where target compactions' wall time went, measured at the
-        /// scheduler (probe-ebpf `sched`), six counters in this order: on
-        /// a CPU, runnable, blocked, of it in an I/O wait, the runs' wall
-        /// time, and the kernel's `sched_info.run_delay` change over them
-        /// (ns). See [`split_counter`]; the reclaim families' six sit
-        /// beside their stall counters (a reclaim's end adds to all nine).
+        /// scheduler (probe-ebpf `sched`), seven counters in this order:
+        /// on a CPU, runnable, blocked, of it in an I/O wait, the runs'
+        /// wall time, the kernel's `sched_info.run_delay` change over
+        /// them, and the preempting wake-ups' waits (ns). See
+        /// [`split_counter`]; the reclaim families' seven sit beside
+        /// their stall counters.
         CompactionOnCpuNs => ("compaction_on_cpu_ns", "target compaction: on a CPU (ns)"),
         CompactionRunnableNs => ("compaction_runnable_ns", "target compaction: runnable (ns)"),
         CompactionBlockedNs => ("compaction_blocked_ns", "target compaction: blocked (ns)"),
         CompactionIowaitNs => ("compaction_iowait_ns", "target compaction: blocked in I/O wait (ns)"),
         CompactionSplitWallNs => ("compaction_split_wall_ns", "target compaction: wall time split (ns)"),
         CompactionRunDelayNs => ("compaction_run_delay_ns", "target compaction: kernel run_delay (ns)"),
+        CompactionPreemptWakeNs => ("compaction_preempt_wake_ns", "target compaction: runnable after preempting wake-ups (ns)"),
         /// A task in a split span switched in while it was booked asleep
         /// (its wake-up was not seen): the interval is booked blocked.
         SplitWakeupMissed => ("split_wakeup_missed", "split spans: switch-ins without a seen wake-up"),

@@ -52,6 +52,13 @@ pub struct SplitTotals {
     pub iowait_ns: u64,
     pub wall_ns: u64,
     pub run_delay_ns: u64,
+    /// Of `runnable_ns`, the waits from a wake-up that preempted the
+    /// CPU's task (its run queue then skips its next clock update:
+    /// wakeup_preempt's rq_clock_skip_update) to the switch-in. The
+    /// kernel's run_delay leaves most of such a wait out (the switch-in
+    /// reads the clock as of the wake-up), so run_delay lies between
+    /// runnable minus this and runnable.
+    pub preempt_wake_ns: u64,
 }
 
 impl SplitTotals {
@@ -64,6 +71,7 @@ impl SplitTotals {
             SplitPart::Iowait => self.iowait_ns,
             SplitPart::Wall => self.wall_ns,
             SplitPart::RunDelay => self.run_delay_ns,
+            SplitPart::PreemptWake => self.preempt_wake_ns,
         }
     }
 }
@@ -77,16 +85,18 @@ pub enum SplitPart {
     Iowait,
     Wall,
     RunDelay,
+    PreemptWake,
 }
 
 impl SplitPart {
-    pub const ALL: [SplitPart; 6] = [
+    pub const ALL: [SplitPart; 7] = [
         SplitPart::OnCpu,
         SplitPart::Runnable,
         SplitPart::Blocked,
         SplitPart::Iowait,
         SplitPart::Wall,
         SplitPart::RunDelay,
+        SplitPart::PreemptWake,
     ];
 }
 
@@ -103,6 +113,7 @@ pub const fn split_counter(family: SplitFamily, part: SplitPart) -> Counter {
             Iowait => DirectReclaimIowaitNs,
             Wall => DirectReclaimSplitWallNs,
             RunDelay => DirectReclaimRunDelayNs,
+            PreemptWake => DirectReclaimPreemptWakeNs,
         },
         SplitFamily::MemcgReclaim => match part {
             OnCpu => MemcgReclaimOnCpuNs,
@@ -111,6 +122,7 @@ pub const fn split_counter(family: SplitFamily, part: SplitPart) -> Counter {
             Iowait => MemcgReclaimIowaitNs,
             Wall => MemcgReclaimSplitWallNs,
             RunDelay => MemcgReclaimRunDelayNs,
+            PreemptWake => MemcgReclaimPreemptWakeNs,
         },
         SplitFamily::Compaction => match part {
             OnCpu => CompactionOnCpuNs,
@@ -119,6 +131,7 @@ pub const fn split_counter(family: SplitFamily, part: SplitPart) -> Counter {
             Iowait => CompactionIowaitNs,
             Wall => CompactionSplitWallNs,
             RunDelay => CompactionRunDelayNs,
+            PreemptWake => CompactionPreemptWakeNs,
         },
     }
 }

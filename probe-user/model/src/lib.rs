@@ -14,6 +14,7 @@ pub mod recording;
 pub mod report;
 pub mod sample;
 pub mod schema;
+pub mod split;
 pub mod swap_causes;
 pub mod units;
 pub mod vmstat;

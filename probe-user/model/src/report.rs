@@ -12,6 +12,7 @@ pub use crate::entries::{
 };
 pub use crate::kswapd::{KswapdNodeReport, KswapdReport, NameCount, ZoneCount};
 pub use crate::membox::{BoxReport, CgroupVersion};
+pub use crate::split::StallSplit;
 pub use crate::swap_causes::{SwapArea, SwapCauses};
 pub use crate::zones::{ZoneEnd, ZoneRow, ZoneTypeCounts};
 use crate::{histogram::Summary, vmstat::VmStat};
@@ -70,37 +71,6 @@ pub struct ReclaimReport {
     /// (None: recordings before the split, or a kernel without BTF).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<StallSplit>,
-}
-
-/// Where the wall time of a family of spans (reclaim stalls, compaction
-/// runs) of target tasks went, measured at the scheduler: each span's
-/// time on a CPU, runnable (woken or preempted, waiting for a CPU) and
-/// blocked (asleep), summed over the spans. The programs follow the
-/// task at `sched_switch` (switched out: preempted or asleep; switched
-/// in) and `sched_wakeup` (asleep -> runnable) while a span is open, on
-/// one clock (bpf_ktime_get_ns), so on_cpu + runnable + blocked is each
-/// span's wall time when no switch was missed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StallSplit {
-    pub on_cpu_ns: u64,
-    pub runnable_ns: u64,
-    pub blocked_ns: u64,
-    /// Of `blocked_ns`: sleeps in an I/O wait (`in_iowait`: io_schedule,
-    /// folio and buffer waits for I/O).
-    pub iowait_ns: u64,
-    /// The spans' wall time, summed (begin to end).
-    pub wall_ns: u64,
-    /// The kernel's own figure for the runnable part: the change of the
-    /// task's `sched_info.run_delay` over each span (kernel/sched/stats.h,
-    /// sched_info_arrive), a cross-check of `runnable_ns`.
-    pub run_delay_ns: u64,
-}
-
-impl StallSplit {
-    /// The parts' sum, which should equal `wall_ns`.
-    pub fn parts_ns(&self) -> u64 {
-        self.on_cpu_ns + self.runnable_ns + self.blocked_ns
-    }
 }
 
 /// One (node, context, LRU type) row of `mm_vmscan_lru_shrink_inactive`

@@ -24,6 +24,7 @@ pub(super) fn reclaim_split(r: &RunReport) -> Option<StallSplit> {
         t.iowait_ns += x.iowait_ns;
         t.wall_ns += x.wall_ns;
         t.run_delay_ns += x.run_delay_ns;
+        t.preempt_wake_ns += x.preempt_wake_ns;
     }
     sum
 }

@@ -75,6 +75,7 @@ fn stalls(r: &mut RunReport, wall: f64, on_cpu: f64, blocked: f64) {
             iowait_ns: ns(blocked / 2.0),
             wall_ns: ns(wall),
             run_delay_ns: ns(wall - on_cpu - blocked),
+            preempt_wake_ns: 0,
         }),
     });
 }

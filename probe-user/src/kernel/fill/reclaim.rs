@@ -35,6 +35,7 @@ pub(super) fn stall_split(totals: &KernelTotals, family: SplitFamily) -> StallSp
         iowait_ns: c(SplitPart::Iowait),
         wall_ns: c(SplitPart::Wall),
         run_delay_ns: c(SplitPart::RunDelay),
+        preempt_wake_ns: c(SplitPart::PreemptWake),
     }
 }
 

@@ -371,6 +371,12 @@ pub const CATALOGUE: &[Metric] = &[
                     // THREAD_INFO_IN_TASK (x86 since 4.9).
                     member!(optional thread_info.cpu, 4, task_cpu),
                     member!(optional task_struct.on_cpu, 4, task_on_cpu),
+                    // Whether the wake-up left the run queue's next
+                    // clock update skipped (probe-ebpf sched).
+                    member!(optional task_struct.se, 8, task_se),
+                    member!(optional sched_entity.cfs_rq, 8, sched_entity_cfs_rq),
+                    member!(optional cfs_rq.rq, 8, cfs_rq_rq),
+                    member!(optional rq.clock_update_flags, 4, rq_clock_update_flags),
                 ],
             },
             Program {

@@ -339,6 +339,12 @@ mod tests {
                 // first member).
                 ("thread_info", "cpu") => Some(20),
                 ("task_struct", "on_cpu") => Some(52),
+                // The woken task's run queue's clock_update_flags
+                // (6.18.44).
+                ("task_struct", "se") => Some(128),
+                ("sched_entity", "cfs_rq") => Some(168),
+                ("cfs_rq", "rq") => Some(312),
+                ("rq", "clock_update_flags") => Some(2768),
                 // The cached target verdict's key (6.18.44).
                 ("task_struct", "cgroups") => Some(2376),
                 ("css_set", "dfl_cgrp") => Some(112),

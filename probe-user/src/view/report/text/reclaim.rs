@@ -33,7 +33,8 @@ pub(super) fn stalls(o: &mut String, report: &RunReport) -> Result {
 }
 
 /// `  at the scheduler: on a CPU .., runnable .., blocked .. (I/O ..)`
-/// and the kernel's run_delay beside the runnable part.
+/// and the kernel's run_delay beside the runnable part, with the waits
+/// it mostly misses.
 pub(super) fn write_split(o: &mut String, s: &StallSplit) -> Result {
     if s.wall_ns == 0 {
         return Ok(());
@@ -50,6 +51,16 @@ pub(super) fn write_split(o: &mut String, s: &StallSplit) -> Result {
         "    (of it I/O wait {}; kernel run_delay {})",
         fmt_ns(s.iowait_ns),
         fmt_ns(s.run_delay_ns)
+    )?;
+    if s.preempt_wake_ns == 0 {
+        return Ok(());
+    }
+    // The part of the runnable time the kernel's run_delay mostly
+    // leaves out (StallSplit::preempt_wake_ns).
+    writeln!(
+        o,
+        "    (runnable from preempting wake-ups {}: run_delay misses most)",
+        fmt_ns(s.preempt_wake_ns)
     )
 }
 
