@@ -395,4 +395,28 @@ mod tests {
         assert!(none.contains("0 waits"), "{none}");
         assert!(!none.contains("ticks"), "{none}");
     }
+
+    /// The split's lines, with the preempting wake-ups' waits (the part
+    /// run_delay mostly misses) only where there were some.
+    #[test]
+    fn the_split_says_what_run_delay_misses_only_when_it_missed_some() {
+        let split = |preempt_wake_ns| StallSplit {
+            on_cpu_ns: 1_610_410_441,
+            runnable_ns: 87_929_007,
+            blocked_ns: 447_316_272,
+            iowait_ns: 447_316_272,
+            wall_ns: 2_145_655_720,
+            run_delay_ns: 33_167_141,
+            preempt_wake_ns,
+        };
+        let mut o = String::new();
+        write_split(&mut o, &split(0)).expect("write");
+        assert_eq!(o.lines().count(), 2, "{o}");
+        assert!(!o.contains("preempting"), "{o}");
+        let mut o = String::new();
+        write_split(&mut o, &split(999_999_999_999)).expect("write");
+        assert_eq!(o.lines().count(), 3, "{o}");
+        assert!(o.contains("runnable from preempting wake-ups"), "{o}");
+        assert!(o.lines().all(|l| l.len() <= 72 && l.is_ascii()), "{o}");
+    }
 }
