@@ -49,9 +49,13 @@
 //! after which the woken task's run queue had RQCF_REQ_SKIP set (state
 //! WOKEN; `clock_update_skipped`). The kernel misses such a wait from
 //! its run queue's last clock update (the wake-up's, or a tick's since)
-//! to its switch-in, so its run_delay change lies between runnable
-//! minus preempt_wake and runnable (plus the few hundred ns a wake-up's
-//! enqueue, which stamps last_queued, runs before sched_wakeup).
+//! to its switch-in, so its run_delay change is at least runnable
+//! minus preempt_wake. It can also read above runnable: the same
+//! skipped update stamps a task preempted by such a wake-up as queued
+//! at the stale clock (sched_info_depart), and a wake-up's enqueue,
+//! which stamps last_queued, runs before sched_wakeup. memhog --threads
+//! 4 in a 128 MiB box: runnable 1443 ms, preempt_wake 160, run_delay
+//! 1495; the kernel test allows 2% of the wall time + 5 ms each way.
 //!
 //! The I/O waits: a target task switched out blocked with `in_iowait`
 //! is stamped in its own cell (`Split::sleep_ns`), and its wake-up,

@@ -56,8 +56,9 @@ pub struct SplitTotals {
     /// CPU's task (its run queue then skips its next clock update:
     /// wakeup_preempt's rq_clock_skip_update) to the switch-in. The
     /// kernel's run_delay leaves most of such a wait out (the switch-in
-    /// reads the clock as of the wake-up), so run_delay lies between
-    /// runnable minus this and runnable.
+    /// reads the clock as of the wake-up), so run_delay is at least
+    /// runnable minus this (and may read a little above runnable:
+    /// `sched`'s header).
     pub preempt_wake_ns: u64,
 }
 

@@ -31,8 +31,10 @@ pub struct StallSplit {
     /// task's run queue had RQCF_REQ_SKIP set after it). The kernel's
     /// run_delay leaves most of these out (the switch-in reads the run
     /// queue's clock as of the wake-up: wakeup_preempt's
-    /// rq_clock_skip_update), so `run_delay_ns` lies between
-    /// `runnable_ns` minus this and `runnable_ns`. 0 in recordings
+    /// rq_clock_skip_update), so `run_delay_ns` is at least
+    /// `runnable_ns` minus this (it may read a little above
+    /// `runnable_ns`: the same skipped clock update makes a preempted
+    /// task's wait start early). 0 in recordings
     /// before it was measured.
     #[serde(default)]
     pub preempt_wake_ns: u64,

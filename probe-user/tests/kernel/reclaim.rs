@@ -161,7 +161,8 @@ fn entered_through_the_fault_path(r: &Value, stalls: u64) {
 /// total; the on-CPU part is at most the command's system time
 /// (rusage); the kernel's own `sched_info.run_delay` change over the
 /// same stalls lies between the runnable part and that less the waits
-/// of preempting wake-ups, which run_delay mostly misses; and the
+/// of preempting wake-ups, which run_delay mostly misses (each within
+/// 2% of the wall time + 5 ms); and the
 /// target's I/O-wait sleeps timed at the scheduler agree with the delay
 /// accounting's block I/O total.
 fn stalls_split_at_the_scheduler_add_up(r: &Value) {
@@ -195,7 +196,8 @@ fn stalls_split_at_the_scheduler_add_up(r: &Value) {
     // The kernel's run_delay misses most of a preempting wake-up's wait
     // (its switch-in reads the run queue's clock as of the wake-up:
     // CI once read runnable 87.9 ms against run_delay 33.2), and reads
-    // a little higher on 6.12+ (a delayed dequeue's requeue), so it lies
+    // a little higher where the same skip stamps a preempted task's wait
+    // at the stale clock (probe-ebpf sched's header), so it lies
     // between runnable minus the preempting wake-ups' waits and
     // runnable, each within 2% of the wall time plus 5 ms.
     let preempt_wake = ns("preempt_wake_ns");
